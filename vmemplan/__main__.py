@@ -1,0 +1,3 @@
+from vmemplan.cli import main
+
+main()

@@ -1,0 +1,169 @@
+"""A validated, normalised view of a Hugging Face ``config.json``.
+
+Configs differ in spelling (``num_hidden_layers`` vs ``n_layer``), nesting (multimodal models
+keep the language model under ``text_config``) and defaults (``head_dim`` is often absent).
+:class:`ModelConfig` resolves these once, the way vLLM's ``ModelConfig`` does, so the laws
+read one set of names.  Pure: it takes a ``dict``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from vmemplan.errors import ModelConfigError
+
+__all__ = ["ModelConfig", "DTYPE_BYTES", "dtype_bytes"]
+
+DTYPE_BYTES: dict[str, int] = {
+    "float32": 4, "float": 4, "fp32": 4,
+    "bfloat16": 2, "bf16": 2, "float16": 2, "half": 2, "fp16": 2,
+    "float8_e4m3fn": 1, "fp8": 1, "int8": 1, "uint8": 1,
+}
+
+
+def dtype_bytes(name: str) -> int:
+    """Bytes per element of a dtype name as configs and vLLM spell it (``torch.`` prefix allowed)."""
+    key = name.lower().removeprefix("torch.")
+    if key not in DTYPE_BYTES:
+        raise ModelConfigError(f"unknown dtype {name!r}", hint="use bfloat16, float16 or float32")
+    return DTYPE_BYTES[key]
+
+
+def _first(d: Mapping[str, Any], *keys: str) -> Any:
+    for k in keys:
+        if k in d and d[k] is not None:
+            return d[k]
+    return None
+
+
+def _as_int(value: Any, key: str, *, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ModelConfigError(f"config.json: {key} must be a number, got {value!r}")
+    if isinstance(value, float):
+        if not value.is_integer():
+            raise ModelConfigError(f"config.json: {key} must be a whole number, got {value!r}")
+        value = int(value)
+    if value < minimum:
+        raise ModelConfigError(f"config.json: {key} must be at least {minimum}, got {value}")
+    if value > 1 << 40:
+        raise ModelConfigError(f"config.json: {key} is implausibly large ({value})")
+    return int(value)
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """The language model's dimensions, resolved as vLLM resolves them.
+
+    ``raw`` is the whole config as read; ``text`` is the language-model part (``text_config``
+    for multimodal wrappers, else ``raw``).  Adapters may read further keys from ``text``.
+    """
+
+    raw: Mapping[str, Any]
+    text: Mapping[str, Any]
+    architecture: str
+    model_type: str
+    hidden_size: int
+    num_hidden_layers: int
+    num_attention_heads: int
+    num_key_value_heads: int
+    head_dim: int
+    intermediate_size: int
+    vocab_size: int
+    max_position_embeddings: int
+    tie_word_embeddings: bool
+    torch_dtype: str
+    quantization_config: Mapping[str, Any] | None = None
+    extra_notes: tuple[str, ...] = field(default=())
+
+    @property
+    def architectures(self) -> tuple[str, ...]:
+        archs = self.raw.get("architectures") or ()
+        return tuple(a for a in archs if isinstance(a, str))
+
+    @classmethod
+    def from_dict(cls, raw: Any) -> ModelConfig:
+        """Validate and normalise.  Raises :class:`ModelConfigError` naming the missing key."""
+        if not isinstance(raw, Mapping):
+            raise ModelConfigError("config.json must be a JSON object")
+        archs = raw.get("architectures")
+        if archs is not None and (
+            not isinstance(archs, list) or not all(isinstance(a, str) for a in archs)
+        ):
+            raise ModelConfigError("config.json: architectures must be a list of strings")
+        text: Mapping[str, Any] = raw
+        for key in ("text_config", "llm_config", "language_config"):
+            sub = raw.get(key)
+            if isinstance(sub, Mapping) and sub.get("hidden_size") is not None:
+                text = sub
+                break
+        architecture = archs[0] if archs else ""
+        model_type = str(text.get("model_type") or raw.get("model_type") or "")
+
+        def need(*keys: str, minimum: int = 1) -> int:
+            value = _first(text, *keys)
+            if value is None:
+                value = _first(raw, *keys)
+            if value is None:
+                raise ModelConfigError(
+                    f"config.json lacks {keys[0]!r}",
+                    hint="is this the model's config.json? vmemplan needs the transformer's dimensions",
+                )
+            return _as_int(value, keys[0], minimum=minimum)
+
+        hidden = need("hidden_size", "n_embd", "d_model")
+        layers = need("num_hidden_layers", "n_layer", "num_layers")
+        heads = need("num_attention_heads", "n_head", "num_heads")
+        kv_raw = _first(
+            text, "n_head_kv", "num_kv_heads", "num_key_value_heads", "multi_query_group_num",
+            "num_attention_groups",
+        )
+        kv_heads = heads if kv_raw is None else _as_int(kv_raw, "num_key_value_heads")
+        hd_raw = _first(text, "head_dim")
+        if hd_raw is None:
+            hd_raw = _first(text, "hidden_size_per_head")
+        if hd_raw is None:
+            if hidden % heads:
+                raise ModelConfigError(
+                    f"config.json: hidden_size {hidden} is not a multiple of num_attention_heads {heads} and head_dim is absent"
+                )
+            head_dim = hidden // heads
+        else:
+            head_dim = _as_int(hd_raw, "head_dim")
+        inter_raw = _first(text, "intermediate_size", "ffn_hidden_size", "n_inner")
+        intermediate = 4 * hidden if inter_raw is None else _as_int(inter_raw, "intermediate_size", minimum=0)
+        vocab = need("vocab_size", "padded_vocab_size")
+        max_pos_raw = _first(text, "max_position_embeddings", "n_positions", "max_sequence_length", "seq_length")
+        if max_pos_raw is None:
+            max_pos_raw = _first(raw, "max_position_embeddings")
+        max_pos = 2048 if max_pos_raw is None else _as_int(max_pos_raw, "max_position_embeddings")
+        tie = text.get("tie_word_embeddings", raw.get("tie_word_embeddings", False))
+        dtype = _first(text, "torch_dtype", "dtype") or _first(raw, "torch_dtype", "dtype") or "float32"
+        if not isinstance(dtype, str):
+            raise ModelConfigError(f"config.json: torch_dtype must be a string, got {dtype!r}")
+        dtype = dtype.removeprefix("torch.")
+        qc = raw.get("quantization_config") or text.get("quantization_config")
+        if qc is not None and not isinstance(qc, Mapping):
+            raise ModelConfigError("config.json: quantization_config must be an object")
+        return cls(
+            raw=raw,
+            text=text,
+            architecture=architecture,
+            model_type=model_type,
+            hidden_size=hidden,
+            num_hidden_layers=layers,
+            num_attention_heads=heads,
+            num_key_value_heads=kv_heads,
+            head_dim=head_dim,
+            intermediate_size=intermediate,
+            vocab_size=vocab,
+            max_position_embeddings=max_pos,
+            tie_word_embeddings=bool(tie),
+            torch_dtype=dtype,
+            quantization_config=qc,
+        )
+
+    def rope_scaling(self) -> Mapping[str, Any] | None:
+        rs = self.text.get("rope_scaling") or self.text.get("rope_parameters")
+        return rs if isinstance(rs, Mapping) else None

@@ -1,0 +1,302 @@
+"""The adapter protocol and the registry of adapters.
+
+Design: an adapter is a small object built from a :class:`ModelConfig`.  It answers two
+questions for one rank of a deployment (a :class:`GraphContext`):
+
+* ``weight_tensors(ctx)``: every parameter tensor (and persistent buffer such as the rotary
+  cache) that rank holds, with its per-rank shape and whether a quantization scheme applies;
+* ``kv_cache_specs(ctx)``: the KV cache spec of every layer that owns a cache on that rank,
+  keyed by layer name, as vLLM's ``GPUModelRunner.get_kv_cache_spec`` would list them.
+
+Laws turn those into bytes; adapters do no arithmetic beyond shapes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from vmemplan.errors import UnsupportedArchitecture, UsageError
+
+if TYPE_CHECKING:
+    from vmemplan.model_config import ModelConfig
+
+__all__ = [
+    "ADAPTERS",
+    "Adapter",
+    "GraphContext",
+    "WeightTensor",
+    "adapter_for",
+    "register",
+    "supported_architectures",
+    "rope_cache_positions",
+]
+
+WeightKind = Literal[
+    "embedding", "lm_head", "linear", "norm", "bias", "buffer", "expert", "router", "encoder"
+]
+
+
+@dataclass(frozen=True)
+class WeightTensor:
+    """One parameter tensor (or persistent buffer) as a rank holds it.
+
+    ``rows`` x ``cols`` is the per-rank shape (vLLM stores linear weights as
+    ``[out_features, in_features]``); ``count`` repeats it (one per layer, or per local
+    expert).  ``quantizable`` says whether the checkpoint's quantization scheme applies to
+    it; embeddings, norms and buffers stay at their own width.  ``dtype`` overrides the
+    model dtype (e.g. an fp32 buffer).
+    """
+
+    name: str
+    kind: WeightKind
+    rows: int
+    cols: int
+    count: int = 1
+    quantizable: bool = False
+    dtype: str | None = None
+    # full (unsharded) input features, for group-wise quantization scales
+    in_features_full: int | None = None
+
+    @property
+    def elements(self) -> int:
+        return self.rows * self.cols * self.count
+
+
+@dataclass(frozen=True)
+class GraphContext:
+    """What an adapter needs to know about the deployment, for one rank."""
+
+    tensor_parallel_size: int = 1
+    pipeline_parallel_size: int = 1
+    pipeline_rank: int = 0
+    block_size: int = 16
+    cache_dtype: str = "auto"  # as the user gave --kv-cache-dtype
+    model_dtype: str = "bfloat16"
+    sm_major: int | None = 9
+    num_speculative_tokens: int = 0
+    speculative_method: str | None = None
+    enable_expert_parallel: bool = False
+    data_parallel_size: int = 1
+    decode_context_parallel_size: int = 1
+    max_model_len: int = 2048
+    enable_prefix_caching: bool = True
+    max_num_batched_tokens: int = 8192
+    max_num_seqs: int = 256
+    quantization: str | None = None  # --quantization (online), else read from the config
+    enable_eplb: bool = False
+    num_redundant_experts: int = 0
+    prefill_context_parallel_size: int = 1
+    mamba_cache_mode: str | None = None  # "none" | "align" | "all"; None = vLLM's default
+    limit_mm_per_prompt: tuple[tuple[str, int], ...] = ()
+    skip_mm_profiling: bool = False
+    mm_encoder_tp_mode: str = "weights"
+    speculative_model_config: Any = None  # drafter's ModelConfig for draft-model speculation
+
+    @property
+    def world_size(self) -> int:
+        return self.tensor_parallel_size * self.pipeline_parallel_size
+
+    @property
+    def expert_parallel_size(self) -> int:
+        """EP width as vLLM forms it: tp × dp ranks when expert parallelism is on, else 1."""
+        return self.tensor_parallel_size * self.data_parallel_size if self.enable_expert_parallel else 1
+
+
+class Adapter:
+    """Base adapter: subclasses set ``architectures`` and ``family`` and override the methods."""
+
+    architectures: tuple[str, ...] = ()
+    family: Literal["dense", "moe"] = "dense"
+    #: "exact" when the adapter mirrors the vLLM model file; "generic" for the fallback
+    fidelity: Literal["exact", "generic"] = "exact"
+
+    def __init__(self, config: ModelConfig) -> None:
+        self.config = config
+
+    # -- shapes -------------------------------------------------------------------
+    def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:  # pragma: no cover
+        raise NotImplementedError
+
+    def kv_cache_specs(self, ctx: GraphContext) -> dict[str, Any]:  # pragma: no cover
+        raise NotImplementedError
+
+    # -- facts the planner needs -----------------------------------------------------
+    def derived_max_model_len(self) -> int:
+        """The context length vLLM derives from the config when ``--max-model-len`` is unset.
+
+        Mirrors vllm/config/model.py::_get_and_verify_max_len (0.33.0): the first of the
+        known length keys, multiplied by the rope-scaling factor except for the types that
+        already state the extended length (llama3, longrope/su, mrope, default).
+        """
+        cfg = self.config
+        length = cfg.max_position_embeddings
+        rs = cfg.rope_scaling()
+        if rs:
+            rtype = str(rs.get("rope_type", rs.get("type", "")))
+            factor = rs.get("factor")
+            if rtype not in ("", "default", "llama3", "longrope", "su", "mrope", "dynamic") and isinstance(
+                factor, (int, float)
+            ):
+                if rtype == "yarn":
+                    orig = rs.get("original_max_position_embeddings")
+                    if isinstance(orig, int):
+                        length = orig
+                length = int(length * factor)
+        return length
+
+    def validate_parallel(self, ctx: GraphContext) -> None:
+        """Reject layouts vLLM rejects: tp must divide the attention heads, and divide or be
+        divided by the KV heads (vllm/model_executor/models/llama.py::LlamaAttention)."""
+        cfg = self.config
+        tp = ctx.tensor_parallel_size
+        if cfg.num_attention_heads % tp:
+            raise UsageError(
+                f"--tensor-parallel-size {tp} does not divide the {cfg.num_attention_heads} attention heads",
+                hint=f"use a divisor of {cfg.num_attention_heads}",
+            )
+        kv = cfg.num_key_value_heads
+        if (kv >= tp and kv % tp) or (kv < tp and tp % kv):
+            raise UsageError(
+                f"--tensor-parallel-size {tp} and the {kv} KV heads do not divide one another",
+                hint="vLLM splits or replicates whole KV heads",
+            )
+
+    @property
+    def hidden_size(self) -> int:
+        return self.config.hidden_size
+
+    @property
+    def intermediate_size(self) -> int:
+        return self.config.intermediate_size
+
+    def total_params(self) -> int:
+        """Parameters of the checkpoint (tp 1, no buffers), for provenance and cross-checks."""
+        return sum(
+            t.elements
+            for t in self.weight_tensors(GraphContext(model_dtype=self.config.torch_dtype))
+            if t.kind != "buffer"
+        )
+
+    def notes(self) -> tuple[str, ...]:
+        return ()
+
+    # -- hooks a family overrides when vLLM treats it specially ------------------------
+    def prefix_caching_supported(self) -> bool:
+        """Whether vLLM enables prefix caching by default for this model.
+
+        Mirrors vllm/config/model.py::ModelConfig.is_prefix_caching_supported (0.33.0):
+        decoder-only attention models yes; hybrid, attention-free and encoder-decoder
+        generative models no."""
+        return True
+
+    def resolve_block_size(self, ctx: GraphContext, *, user_block_size: int | None, default: int) -> int:
+        """The KV block size vLLM ends up with: the user's, else the attention backend's
+        preferred size.  Families override this for backends that force a size (MLA
+        backends, DeepSeek-V4) and for the hybrid attention/mamba page alignment
+        (vllm/platforms/interface.py::Platform.update_block_size_for_backend)."""
+        return user_block_size if user_block_size is not None else default
+
+    def resolve_cache_dtype(self, ctx: GraphContext, cache_dtype: str) -> str:
+        """The KV cache dtype the attention backend actually runs (e.g. fp8 → fp8_ds_mla on
+        the sparse MLA backend).  Default: as given."""
+        return cache_dtype
+
+    def extra_activation_bytes(self, ctx: GraphContext, *, max_num_batched_tokens: int,
+                               max_num_seqs: int) -> tuple[int, str]:
+        """Profile-time buffers the model's own code allocates (added to the activation peak),
+        with a provenance string.  Default: none."""
+        return 0, ""
+
+    def eplb_bytes(self, ctx: GraphContext) -> int:
+        """Bytes of redundant expert copies moved out of the weights figure (EPLB)."""
+        return 0
+
+
+ADAPTERS: dict[str, type[Adapter]] = {}
+
+
+def register(cls: type[Adapter]) -> type[Adapter]:
+    """Class decorator: make an adapter answer for its ``architectures``."""
+    for arch in cls.architectures:
+        ADAPTERS[arch] = cls
+    return cls
+
+
+def _load_families() -> None:
+    # Import every family module so that each registers itself.  Kept in one place so that
+    # a new family is one import line plus its module.
+    import importlib
+    import pkgutil
+
+    import vmemplan.models as pkg
+
+    for info in pkgutil.iter_modules(pkg.__path__):
+        if info.name not in ("base", "__init__"):
+            importlib.import_module(f"vmemplan.models.{info.name}")
+
+
+def supported_architectures() -> list[str]:
+    _load_families()
+    return sorted(ADAPTERS)
+
+
+def adapter_for(config: ModelConfig, *, allow_generic: bool = True) -> Adapter:
+    """The adapter for a config's architecture; the generic decoder (flagged) when unknown."""
+    _load_families()
+    for arch in config.architectures:
+        if arch in ADAPTERS:
+            return ADAPTERS[arch](config)
+    if allow_generic and _looks_like_plain_decoder(config.text):
+        from vmemplan.models.dense import GenericDecoder
+
+        return GenericDecoder(config)
+    name = config.architecture or config.model_type or "(no architectures key)"
+    raise UnsupportedArchitecture(
+        f"unsupported architecture {name}",
+        hint="supported: " + ", ".join(supported_architectures()),
+    )
+
+
+def _looks_like_plain_decoder(text: Mapping[str, Any]) -> bool:
+    # Only fall back for configs with none of the markers of a family we would get wrong.
+    markers = ("num_local_experts", "num_experts", "n_routed_experts", "kv_lora_rank",
+               "layer_types", "sliding_window_pattern", "mamba_d_state", "ssm_state_size",
+               "block_configs", "linear_num_value_heads")
+    return not any(text.get(m) for m in markers)
+
+
+def rope_cache_positions(config: ModelConfig) -> tuple[int, int]:
+    """(positions, rotary_dim) of the rotary cos/sin cache vLLM builds once per model.
+
+    Mirrors vllm/model_executor/layers/rotary_embedding/base.py::RotaryEmbedding (0.33.0):
+    a ``[max_position, rotary_dim]`` buffer in the model dtype, shared by every layer
+    (``get_rope`` caches instances).  YaRN-style scalings build it over the scaled length;
+    long-rope builds a short and a long cache.
+    """
+    text = config.text
+    partial = text.get("partial_rotary_factor", 1.0)
+    if not isinstance(partial, (int, float)) or partial <= 0:
+        partial = 1.0
+    rotary_dim = int(config.head_dim * partial)
+    positions = config.max_position_embeddings
+    rs = config.rope_scaling()
+    if rs:
+        rtype = str(rs.get("rope_type", rs.get("type", "")))
+        factor = rs.get("factor")
+        orig = rs.get("original_max_position_embeddings", text.get("original_max_position_embeddings"))
+        if rtype in ("longrope", "su") and isinstance(orig, int):
+            positions = orig + positions
+        elif rtype in ("yarn", "linear", "dynamic", "deepseek_yarn") and isinstance(factor, (int, float)):
+            base = orig if isinstance(orig, int) and rtype == "yarn" else positions
+            positions = int(base * factor)
+    return positions, rotary_dim
+
+
+def make_layer_names(num_layers: int, fmt: str = "model.layers.{i}.self_attn.attn") -> list[str]:
+    return [fmt.format(i=i) for i in range(num_layers)]
+
+
+Factory = Callable[["ModelConfig"], Adapter]
+_ = field  # re-exported for family modules

@@ -1,0 +1,225 @@
+"""Dense decoder-only transformers of the Llama shape.
+
+Covers Llama (1–3.3, CodeLlama), Mistral, Qwen2/2.5, Qwen3 dense, Phi-3 and the generic
+decoder fallback.  Mirrors vllm/model_executor/models/llama.py (LlamaModel,
+LlamaDecoderLayer, LlamaAttention, LlamaMLP), qwen2.py and qwen3.py (0.33.0): a fused
+``qkv_proj`` (QKVParallelLinear), ``o_proj`` (RowParallelLinear), fused ``gate_up_proj``
+(MergedColumnParallelLinear), ``down_proj`` (RowParallelLinear), two RMSNorms per layer, a
+vocab-parallel embedding and LM head padded to a multiple of 64 rows, and one shared rotary
+cos/sin cache.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from vmemplan.models.base import (
+    Adapter,
+    GraphContext,
+    WeightTensor,
+    register,
+    rope_cache_positions,
+)
+
+__all__ = ["LlamaLike", "Qwen2", "Qwen3", "GenericDecoder", "pad_vocab", "pp_layer_range"]
+
+VOCAB_PADDING = 64  # vllm/model_executor/layers/vocab_parallel_embedding.py::DEFAULT_VOCAB_PADDING_SIZE
+
+
+def pad_vocab(vocab_size: int, pad_to: int = VOCAB_PADDING) -> int:
+    """Rows of a vocab-parallel table: the vocabulary rounded up to a multiple of 64.
+
+    Mirrors vllm/model_executor/layers/vocab_parallel_embedding.py::pad_vocab_size.
+    """
+    return -(-vocab_size // pad_to) * pad_to
+
+
+def pp_layer_range(num_layers: int, pp_size: int, pp_rank: int) -> tuple[int, int]:
+    """The [start, end) layers a pipeline stage holds.
+
+    Mirrors vllm/distributed/utils.py::get_pp_indices (0.33.0) without a
+    ``VLLM_PP_LAYER_PARTITION`` override: every stage gets ``num_layers // pp`` layers and
+    each of the ``num_layers % pp`` left over goes to one stage, counting back from the
+    second-to-last (the last stage also holds the final norm and the LM head).
+    """
+    parts = [num_layers // pp_size] * pp_size
+    for i in range(2, num_layers % pp_size + 2):
+        parts[-i] += 1
+    start = sum(parts[:pp_rank])
+    return start, start + parts[pp_rank]
+
+
+class LlamaLike(Adapter):
+    """The Llama family.  Subclasses switch biases and per-head norms."""
+
+    architectures = (
+        "LlamaForCausalLM",
+        "MistralForCausalLM",
+        "Phi3ForCausalLM",
+        "InternLM3ForCausalLM",
+    )
+    qkv_bias_default = False
+    qk_norm = False
+
+    def qkv_bias(self) -> bool:
+        text = self.config.text
+        bias = bool(text.get("attention_bias", False) or text.get("bias", False))
+        if "qkv_bias" in text:
+            bias = bool(text["qkv_bias"])
+        return bias or self.qkv_bias_default
+
+    def o_bias(self) -> bool:
+        text = self.config.text
+        return bool(text.get("attention_bias", False) or text.get("bias", False))
+
+    def mlp_bias(self) -> bool:
+        return bool(self.config.text.get("mlp_bias", False))
+
+    def kv_heads_per_rank(self, tp: int) -> int:
+        """KV heads on one rank: split when tp divides them, one replicated head otherwise.
+
+        Mirrors vllm/model_executor/models/llama.py::LlamaAttention.__init__:
+        ``max(1, total_num_kv_heads // tp_size)``.
+        """
+        return max(1, self.config.num_key_value_heads // tp)
+
+    def layer_range(self, ctx: GraphContext) -> tuple[int, int]:
+        return pp_layer_range(self.config.num_hidden_layers, ctx.pipeline_parallel_size, ctx.pipeline_rank)
+
+    def sliding_window_for_layer(self, index: int) -> int | None:
+        """The window of layer ``index``, from ``layer_types`` as vLLM's Llama reads it."""
+        layer_types = self.config.text.get("layer_types")
+        if isinstance(layer_types, list) and index < len(layer_types):
+            if layer_types[index] == "sliding_attention":
+                window = self.config.text.get("sliding_window")
+                return int(window) if isinstance(window, int) else None
+        return None
+
+    # -- weights ------------------------------------------------------------------
+    def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
+        cfg = self.config
+        tp = ctx.tensor_parallel_size
+        h, hd = cfg.hidden_size, cfg.head_dim
+        q_rows = cfg.num_attention_heads // tp * hd
+        kv_rows = self.kv_heads_per_rank(tp) * hd
+        inter = cfg.intermediate_size // tp
+        start, end = self.layer_range(ctx)
+        n = end - start
+        first = ctx.pipeline_rank == 0
+        last = ctx.pipeline_rank == ctx.pipeline_parallel_size - 1
+        vocab_rows = pad_vocab(cfg.vocab_size) // tp
+        qkv_in = h
+        out: list[WeightTensor] = []
+        if first:
+            out.append(WeightTensor("model.embed_tokens", "embedding", vocab_rows, h))
+        if n:
+            out += [
+                WeightTensor("self_attn.qkv_proj", "linear", q_rows + 2 * kv_rows, qkv_in, n, True,
+                             in_features_full=h),
+                WeightTensor("self_attn.o_proj", "linear", h, q_rows, n, True,
+                             in_features_full=cfg.num_attention_heads * hd),
+                WeightTensor("mlp.gate_up_proj", "linear", 2 * inter, h, n, True, in_features_full=h),
+                WeightTensor("mlp.down_proj", "linear", h, inter, n, True,
+                             in_features_full=cfg.intermediate_size),
+                WeightTensor("input_layernorm+post_attention_layernorm", "norm", h, 1, 2 * n),
+            ]
+            if self.qkv_bias():
+                out.append(WeightTensor("self_attn.qkv_proj.bias", "bias", q_rows + 2 * kv_rows, 1, n))
+            if self.o_bias():
+                out.append(WeightTensor("self_attn.o_proj.bias", "bias", h, 1, n))
+            if self.mlp_bias():
+                out.append(WeightTensor("mlp.gate_up_proj.bias", "bias", 2 * inter, 1, n))
+                out.append(WeightTensor("mlp.down_proj.bias", "bias", h, 1, n))
+            if self.qk_norm:
+                out.append(WeightTensor("self_attn.q_norm+k_norm", "norm", hd, 1, 2 * n))
+        if last:
+            out.append(WeightTensor("model.norm", "norm", h, 1))
+            if not (cfg.tie_word_embeddings and first):
+                # A tied head shares the embedding's storage; on a last stage without the
+                # embedding vLLM still allocates its own copy.
+                out.append(WeightTensor("lm_head", "lm_head", vocab_rows, h))
+        positions, rotary_dim = rope_cache_positions(cfg)
+        if n:
+            out.append(WeightTensor("rotary_emb.cos_sin_cache", "buffer", positions, rotary_dim))
+        return out
+
+    # -- KV cache -----------------------------------------------------------------
+    def kv_cache_specs(self, ctx: GraphContext) -> dict[str, Any]:
+        """One full-attention spec per layer on this stage (a sliding one where
+        ``layer_types`` says so).
+
+        Mirrors vllm/model_executor/layers/attention/attention.py::Attention.get_kv_cache_spec
+        (0.33.0): ``FullAttentionSpec`` with the per-rank KV heads and head size, or
+        ``SlidingWindowSpec`` when the layer has a window.
+        """
+        from vmemplan.laws.kv_specs import FullAttentionSpec, SlidingWindowSpec, kv_dtype_bytes
+        from vmemplan.model_config import dtype_bytes
+
+        cfg = self.config
+        heads = self.kv_heads_per_rank(ctx.tensor_parallel_size)
+        nbytes = kv_dtype_bytes(ctx.cache_dtype, dtype_bytes(ctx.model_dtype))
+        cache_dtype = ctx.model_dtype if ctx.cache_dtype == "auto" else ctx.cache_dtype
+        start, end = self.layer_range(ctx)
+        specs: dict[str, Any] = {}
+        for i in range(start, end):
+            window = self.sliding_window_for_layer(i)
+            name = f"model.layers.{i}.self_attn.attn"
+            if window is not None:
+                specs[name] = SlidingWindowSpec(
+                    block_size=ctx.block_size, num_kv_heads=heads, head_size=cfg.head_dim,
+                    cache_dtype=cache_dtype, dtype_bytes=nbytes, sliding_window=window,
+                )
+            else:
+                specs[name] = FullAttentionSpec(
+                    block_size=ctx.block_size, num_kv_heads=heads, head_size=cfg.head_dim,
+                    cache_dtype=cache_dtype, dtype_bytes=nbytes,
+                )
+        return specs
+
+
+@register
+class Llama(LlamaLike):
+    architectures = LlamaLike.architectures
+
+
+@register
+class Qwen2(LlamaLike):
+    """Qwen2 / Qwen2.5: biases on q, k and v only (vllm/model_executor/models/qwen2.py)."""
+
+    architectures = ("Qwen2ForCausalLM",)
+    qkv_bias_default = True
+
+    def o_bias(self) -> bool:
+        return False
+
+    def sliding_window_for_layer(self, index: int) -> int | None:
+        # Qwen2 configs carry sliding_window but use_sliding_window is false in every released
+        # checkpoint; vLLM ignores the window unless layer_types asks for it.
+        return super().sliding_window_for_layer(index)
+
+
+@register
+class Qwen3(LlamaLike):
+    """Qwen3 dense: per-head RMSNorm on q and k, no biases unless attention_bias
+    (vllm/model_executor/models/qwen3.py::Qwen3Attention)."""
+
+    architectures = ("Qwen3ForCausalLM",)
+    qk_norm = True
+
+    def o_bias(self) -> bool:
+        return False
+
+
+class GenericDecoder(LlamaLike):
+    """The fallback for an unknown decoder-only architecture with none of the markers of a
+    family vmemplan would get wrong.  Flagged in warnings and provenance."""
+
+    architectures = ()
+    fidelity = "generic"
+
+    def notes(self) -> tuple[str, ...]:
+        arch = self.config.architecture or self.config.model_type or "unknown"
+        return (
+            f"{arch} is not a known architecture; sized as a generic Llama-shaped decoder "
+            "(fused qkv, gated MLP, RMSNorm). Check the weights figure against the checkpoint.",
+        )

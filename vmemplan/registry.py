@@ -1,0 +1,266 @@
+"""The registry: GPUs, vLLM rules packs, cost-model constants and bundled model configs.
+
+Data lives in YAML under ``registry/`` (shipped inside the wheel as ``vmemplan/_registry``);
+this module holds their schemas and the only code that reads those files.  Every entry
+carries its source.  ``parse_*`` functions are pure; ``load_registry`` does the I/O, is
+cached, and collects every validation error across files into one :class:`RegistryInvalid`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from vmemplan.errors import RegistryInvalid, UnknownGpu
+
+if TYPE_CHECKING:
+    from vmemplan.laws.overhead import CostModel
+    from vmemplan.rules import RulesPack
+    from vmemplan.sim.speed import SpeedConstants
+
+__all__ = ["Gpu", "Registry", "registry_dir", "load_registry", "parse_gpus"]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class GpuSource(_Frozen):
+    fact: str
+    kind: str
+    ref: str
+
+
+class Interconnect(_Frozen):
+    kind: str
+    gbps_bidirectional: float | None = None
+    pcie_gbps_bidirectional: float | None = None
+
+
+class BatchTier(_Frozen):
+    threshold_input_gib: float | None = None
+    v1_name_rule: str | None = None
+    memory_rule: str | None = None
+    memory_rule_with_160gib_tier: str | None = None
+
+
+class Gpu(_Frozen):
+    """One accelerator.  ``total_memory_bytes`` is what CUDA/HIP reports as the device total
+    (``torch.cuda.mem_get_info()[1]``): the figure vLLM multiplies by
+    ``gpu_memory_utilization``.  ``nvml_total_bytes`` is nvidia-smi's total, which vLLM uses
+    only to choose its batch defaults."""
+
+    id: str
+    aliases: tuple[str, ...] = ()
+    name_variants: tuple[str, ...] = ()
+    vendor: Literal["nvidia", "amd"]
+    name: str
+    architecture: str
+    arch: str
+    compute_capability: str | None = None
+    sm_count: int | None = None
+    marketing_memory_gb: float
+    memory_type: str | None = None
+    total_memory_bytes: int = Field(gt=0)
+    total_memory_mib: float | None = None
+    total_memory_gib: float | None = None
+    total_memory_evidence: str
+    total_memory_observed_mib: tuple[float, ...] = ()
+    nvml_total_mib: float | None = None
+    nvml_total_bytes: int | None = None
+    nvml_total_gib: float | None = None
+    nvml_total_evidence: str | None = None
+    ecc_on_nvml_total_mib: float | None = None
+    ecc_off_nvml_total_mib: float | None = None
+    cuda_over_nvml_ratio: float | None = None
+    memory_bandwidth_tbps: float | None = None
+    bf16_tflops: float | None = None
+    fp16_tflops: float | None = None
+    fp8_tflops: float | None = None
+    fp4_tflops: float | None = None
+    compute_evidence: str | None = None
+    interconnect: Interconnect | None = None
+    vllm_batch_default_tier: BatchTier | None = None
+    notes: str | None = None
+    sources: tuple[GpuSource, ...] = Field(min_length=1)
+
+    @property
+    def sm_major(self) -> int | None:
+        """The CUDA compute capability major (9 for sm_90, 10 for sm_100); None for AMD."""
+        if self.arch.startswith("sm_"):
+            return int(self.arch[3:]) // 10
+        return None
+
+    @property
+    def device_name(self) -> str:
+        """The name CUDA reports, as vLLM sees it (``torch.cuda.get_device_name``)."""
+        return self.name
+
+    @property
+    def batch_default_total_bytes(self) -> int:
+        """The total vLLM's batch-default tiering reads (NVML on CUDA, else the device total)."""
+        return self.nvml_total_bytes or self.total_memory_bytes
+
+
+def _format_validation(prefix: str, err: ValidationError) -> list[str]:
+    out = []
+    for e in err.errors():
+        loc = ".".join(str(p) for p in e["loc"])
+        out.append(f"{prefix}: {loc}: {e['msg']}")
+    return out
+
+
+def parse_gpus(data: Any, *, filename: str = "gpus.yaml") -> tuple[Gpu, ...]:
+    """Validate the GPU registry mapping (pure).  Raises RegistryInvalid listing every error."""
+    if not isinstance(data, dict) or not isinstance(data.get("gpus"), list):
+        raise RegistryInvalid(f"{filename}: expected a mapping with a 'gpus' list")
+    gpus: list[Gpu] = []
+    errors: list[str] = []
+    for i, raw in enumerate(data["gpus"]):
+        try:
+            gpus.append(Gpu.model_validate(raw))
+        except ValidationError as err:
+            ident = raw.get("id", f"#{i}") if isinstance(raw, dict) else f"#{i}"
+            errors.extend(_format_validation(f"{filename}: {ident}", err))
+    seen: dict[str, str] = {}
+    for g in gpus:
+        for key in (g.id, *g.aliases):
+            k = key.lower()
+            if k in seen and seen[k] != g.id:
+                errors.append(f"{filename}: {g.id}: id or alias {key!r} also names {seen[k]}")
+            seen[k] = g.id
+    if errors:
+        raise RegistryInvalid("; ".join(errors), hint="fix the registry file named above")
+    return tuple(gpus)
+
+
+class Registry:
+    """Everything the registry holds, validated.  Built by :func:`load_registry`."""
+
+    def __init__(
+        self,
+        *,
+        root: Path,
+        gpus: tuple[Gpu, ...],
+        rules_packs: tuple[RulesPack, ...],
+        cost_model: CostModel | None,
+        speed: SpeedConstants | None,
+    ) -> None:
+        self.root = root
+        self.gpus = gpus
+        self.rules_packs = rules_packs
+        self.cost_model = cost_model
+        self.speed = speed
+        self._by_key = {}
+        for g in gpus:
+            for key in (g.id, *g.aliases):
+                self._by_key[key.lower()] = g
+
+    @property
+    def models_dir(self) -> Path:
+        return self.root / "models"
+
+    def gpu(self, key: str) -> Gpu:
+        """Look a GPU up by id or alias, case-insensitively; suggest close ids when unknown."""
+        found = self._by_key.get(key.strip().lower())
+        if found is not None:
+            return found
+        close = difflib.get_close_matches(key.lower(), list(self._by_key), n=3, cutoff=0.5)
+        hint = f"did you mean {', '.join(close)}? " if close else ""
+        raise UnknownGpu(
+            f"unknown GPU {key!r}",
+            hint=f"{hint}run `vmemplan gpus` for the {len(self.gpus)} known GPUs",
+        )
+
+    def gpu_keys(self) -> list[str]:
+        """Every id and alias, for shell completion."""
+        return sorted({g.id for g in self.gpus} | {a for g in self.gpus for a in g.aliases if " " not in a})
+
+    def rules(self, version: str | None) -> tuple[RulesPack, str | None]:
+        """The rules pack of the release line that ``version`` belongs to, and a warning if any."""
+        from vmemplan.rules import select_pack
+
+        return select_pack(self.rules_packs, version)
+
+
+def registry_dir() -> Path:
+    """Where the registry lives: ``$VMEMPLAN_REGISTRY``, the packaged copy, or the checkout's."""
+    env = os.environ.get("VMEMPLAN_REGISTRY")
+    if env:
+        return Path(env)
+    here = Path(__file__).resolve().parent
+    packaged = here / "_registry"
+    if packaged.is_dir():
+        return packaged
+    return here.parent / "registry"
+
+
+def _read_yaml(path: Path, errors: list[str]) -> Any:
+    import yaml
+
+    try:
+        with path.open(encoding="utf-8") as fh:
+            return yaml.safe_load(fh)
+    except FileNotFoundError:
+        errors.append(f"{path.name}: missing")
+    except (OSError, yaml.YAMLError) as exc:
+        errors.append(f"{path.name}: not valid YAML ({str(exc).splitlines()[0]})")
+    return None
+
+
+@functools.cache
+def load_registry(root: Path | None = None) -> Registry:
+    """Read and validate the whole registry once per process."""
+    root = Path(root) if root is not None else registry_dir()
+    if not root.is_dir():
+        raise RegistryInvalid(f"registry directory {root} not found", hint="reinstall vmemplan or unset VMEMPLAN_REGISTRY")
+    errors: list[str] = []
+    gpus: tuple[Gpu, ...] = ()
+    data = _read_yaml(root / "gpus.yaml", errors)
+    if data is not None:
+        try:
+            gpus = parse_gpus(data)
+        except RegistryInvalid as exc:
+            errors.append(exc.message)
+
+    rules_packs: tuple[Any, ...] = ()
+    try:
+        from vmemplan.rules import load_rules_packs
+
+        rules_packs = load_rules_packs(root / "vllm")
+    except RegistryInvalid as exc:
+        errors.append(exc.message)
+
+    cost_model = None
+    data = _read_yaml(root / "cost_model.yaml", errors)
+    if data is not None:
+        try:
+            from vmemplan.laws.overhead import parse_cost_model
+
+            cost_model = parse_cost_model(data)
+        except RegistryInvalid as exc:
+            errors.append(exc.message)
+
+    speed = None
+    speed_path = root / "speed.yaml"
+    if speed_path.exists():
+        data = _read_yaml(speed_path, errors)
+        if data is not None:
+            try:
+                from vmemplan.sim.speed import parse_speed_constants
+
+                speed = parse_speed_constants(data)
+            except RegistryInvalid as exc:
+                errors.append(exc.message)
+            except ValidationError as exc:
+                errors.extend(_format_validation("speed.yaml", exc))
+    if errors:
+        raise RegistryInvalid(
+            "invalid registry: " + "; ".join(errors), hint=f"fix the files under {root}"
+        )
+    return Registry(root=root, gpus=gpus, rules_packs=rules_packs, cost_model=cost_model, speed=speed)

@@ -1,0 +1,153 @@
+"""Terminal rendering of a MemoryPlan: a table, a tree and a proportional bar (rich)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from vmemplan.units import GIB
+
+if TYPE_CHECKING:
+    from rich.console import RenderableType
+
+    from vmemplan.result import MemoryPlan
+
+__all__ = ["render_table", "render_tree", "memory_bar", "segments"]
+
+
+def _g(n: int) -> str:
+    return f"{n / GIB:,.2f}"
+
+
+def segments(plan: MemoryPlan) -> list[tuple[str, int, str]]:
+    """(label, bytes, colour) of one rank's memory, left to right, for the bar and tree."""
+    r = plan.per_rank
+    total = plan.gpu_total_memory_bytes
+    kv = max(r.available_kv_cache_bytes, 0)
+    cg_inside = r.cuda_graph_bytes if r.cuda_graph_subtracted else 0
+    used = r.weights_bytes + r.non_torch_bytes + r.activation_peak_bytes + cg_inside + kv
+    outside = max(total - max(r.requested_memory_bytes, used), 0)
+    segs = [
+        ("weights", r.weights_bytes, "blue"),
+        ("non-torch", r.non_torch_bytes, "bright_black"),
+        ("activation peak", r.activation_peak_bytes, "dark_orange"),
+        ("CUDA graphs", cg_inside, "yellow"),
+        ("KV cache pool", kv, "green"),
+        ("outside the budget", outside, "red"),
+    ]
+    return [s for s in segs if s[1] > 0]
+
+
+def memory_bar(plan: MemoryPlan, width: int = 60) -> RenderableType:
+    """A proportional bar of one rank's memory, with a legend."""
+    from rich.text import Text
+
+    total = plan.gpu_total_memory_bytes
+    segs = segments(plan)
+    text = Text()
+    used_cells = 0
+    for i, (_, n, colour) in enumerate(segs):
+        cells = round(n / total * width) if i < len(segs) - 1 else max(width - used_cells, 0)
+        cells = max(cells, 1) if n > 0 else 0
+        text.append("█" * cells, style=colour)
+        used_cells += cells
+    text.append("\n")
+    for label, n, colour in segs:
+        text.append("■ ", style=colour)
+        text.append(f"{label} {_g(n)} GiB  ")
+    return text
+
+
+def render_tree(plan: MemoryPlan) -> RenderableType:
+    """One rank's memory as a tree: total → outside the budget / the budget → its parts."""
+    from rich.console import Group
+    from rich.tree import Tree
+
+    r = plan.per_rank
+    e = plan.engine
+    total = plan.gpu_total_memory_bytes
+    req = r.requested_memory_bytes
+    tree = Tree(f"[bold]GPU total {_g(total)} GiB[/] ({plan.gpu_name}, rank {r.rank})")
+    tree.add(f"outside the budget (1 − util) {_g(total - req)} GiB — CUDA context, communicator "
+             f"(~{_g(r.pre_budget_bytes)} GiB before the budget), other processes")
+    budget = tree.add(f"budget = util {e['gpu_memory_utilization']} × total = {_g(req)} GiB")
+    budget.add(f"weights {_g(r.weights_bytes)} GiB — parameters × bytes per parameter, sharded over tp "
+               f"{e['tensor_parallel_size']}")
+    budget.add(f"non-torch {_g(r.non_torch_bytes)} GiB — cuBLAS/attention workspaces (estimated)")
+    budget.add(f"activation peak {_g(r.activation_peak_bytes)} GiB — the profile run at "
+               f"{e['max_num_batched_tokens']:,} batched tokens, sampler over {e['max_num_seqs']} rows (estimated)")
+    cg = f"CUDA graphs {_g(r.cuda_graph_bytes)} GiB — {e['cudagraph_capture_sizes']} capture sizes, mode {e['cudagraph_mode']}"
+    if r.cuda_graph_subtracted:
+        budget.add(cg + " (estimate subtracted before the pool)")
+    else:
+        tree.add(cg + " (captured after the pool: comes out of the margin)")
+    kv = plan.kv_cache
+    budget.add(f"KV cache pool {_g(max(r.available_kv_cache_bytes, 0))} GiB — the remainder: "
+               f"{kv.num_blocks:,} blocks, {kv.tokens:,} tokens, {kv.max_concurrency:.2f}× at "
+               f"{e['max_model_len']:,} tokens")
+    return Group(tree, memory_bar(plan))
+
+
+def render_table(plan: MemoryPlan) -> RenderableType:
+    """The default view: the per-rank breakdown, the verdict, vLLM's lines and the bar."""
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    r = plan.per_rank
+    e = plan.engine
+    kinds = {p.figure: p.kind for p in plan.provenance}
+    table = Table(title=f"{plan.model_id} on {plan.gpu_name} — vLLM {plan.vllm_version} rules "
+                        f"(pack {plan.rules_pack}), per rank", title_justify="left")
+    table.add_column("figure")
+    table.add_column("GiB", justify="right")
+    table.add_column("bytes", justify="right")
+    table.add_column("kind")
+    rows = [
+        ("GPU total (CUDA)", plan.gpu_total_memory_bytes, kinds.get("gpu.total_memory_bytes", "given")),
+        (f"budget (util {e['gpu_memory_utilization']})", r.requested_memory_bytes, "exact"),
+        ("weights", r.weights_bytes, kinds.get("weights_bytes", "exact")),
+        ("activation peak", r.activation_peak_bytes, "estimated"),
+        ("non-torch", r.non_torch_bytes, "estimated"),
+        ("CUDA graphs" + ("" if r.cuda_graph_subtracted else " (after the pool)"), r.cuda_graph_bytes, "estimated"),
+        ("available KV cache", r.available_kv_cache_bytes, kinds.get("available_kv_cache_bytes", "estimated")),
+        ("before the budget", r.pre_budget_bytes, "estimated"),
+    ]
+    for label, n, kind in rows:
+        table.add_row(label, _g(n), f"{n:,}", kind)
+    kv = plan.kv_cache
+    kvt = Table(title="KV cache", title_justify="left")
+    kvt.add_column("figure")
+    kvt.add_column("value", justify="right")
+    bpt = f"{kv.bytes_per_token:,}" if kv.bytes_per_token is not None else "n/a"
+    kvt.add_row("bytes per token", bpt)
+    if kv.bytes_per_token is None and kv.no_bytes_per_token_reason:
+        kvt.add_row("why no per-token figure", kv.no_bytes_per_token_reason)
+    kvt.add_row("block size (tokens)", str(kv.block_size))
+    kvt.add_row("bytes per pool block", f"{kv.page_size_bytes:,}")
+    kvt.add_row("blocks", f"{kv.num_blocks:,}")
+    kvt.add_row("tokens (GPU KV cache size)", f"{kv.tokens:,}")
+    kvt.add_row(f"max concurrency at {e['max_model_len']:,} tokens", f"{kv.max_concurrency:.2f}x")
+    if kv.groups and len(kv.groups) > 1:
+        kvt.add_row("KV cache groups", ", ".join(f"{g.kind}×{g.layers}" for g in kv.groups))
+    if kv.sequence_fixed_bytes:
+        kvt.add_row("fixed bytes per request", f"{kv.sequence_fixed_bytes:,}")
+    if kv.request_bytes is not None:
+        kvt.add_row(f"one {kv.request_tokens:,}-token request", f"{kv.request_bytes:,} bytes")
+    v = plan.verdict
+    if v.starts:
+        verdict = Text(f"✔ vLLM would start: {kv.tokens:,} tokens of KV cache, "
+                       f"{kv.max_concurrency:.2f}× concurrency at {e['max_model_len']:,} tokens", style="green")
+    else:
+        extra = f" Largest max_model_len that fits: {v.max_model_len_that_fits:,}." if v.max_model_len_that_fits else ""
+        verdict = Text(f"✘ vLLM would not start: {v.reason}.{extra}", style="bold red")
+    parts: list[RenderableType] = [table, kvt, verdict]
+    parts.append(Text("\nvLLM would log:", style="bold"))
+    parts.extend(Text("  " + line) for line in plan.log_lines)
+    if plan.defaulted:
+        parts.append(Text("\ndefaults applied (" + plan.rules_pack + "): " + ", ".join(
+            f"{name}={e.get(name)}" for name in plan.defaulted), style="dim"))
+    for w in plan.warnings:
+        parts.append(Text(f"warning: {w}", style="yellow"))
+    parts.append(Text(""))
+    parts.append(memory_bar(plan))
+    return Group(*parts)

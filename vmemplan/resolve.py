@@ -1,0 +1,197 @@
+"""From the user's choices to a fully resolved request: every default applied here, once.
+
+``PlanInputs`` holds what the user said (None = unset).  ``resolve`` reads the registry,
+the model source and the rules pack of the selected vLLM release, fills every unset flag
+with that release's default (remembering which ones it filled), and validates the values
+vLLM itself would reject.  I/O happens only through ``load_registry`` and
+``load_model_source``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from vmemplan.errors import UsageError
+
+if TYPE_CHECKING:
+    from vmemplan.model_config import ModelConfig
+    from vmemplan.models.base import Adapter
+    from vmemplan.registry import Gpu, Registry
+    from vmemplan.rules import RulesPack
+    from vmemplan.sources import ModelSource
+
+__all__ = ["PlanInputs", "ResolvedRequest", "resolve", "resolve_with"]
+
+KV_CACHE_DTYPES = ("auto", "bfloat16", "float16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc",
+                   "fp8_ds_mla", "fp8_per_token_head", "int8_per_token_head", "nvfp4")
+DTYPES = ("auto", "bfloat16", "float16", "half", "float32", "float")
+
+
+class PlanInputs(BaseModel):
+    """The user's choices, with vLLM's flag names.  None means "not set: use the default"."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    model: str
+    gpu: str
+    gpu_memory_utilization: float | None = None
+    max_model_len: int | None = Field(default=None, ge=1)
+    max_num_seqs: int | None = Field(default=None, ge=1)
+    max_num_batched_tokens: int | None = Field(default=None, ge=1)
+    block_size: int | None = Field(default=None, ge=1)
+    kv_cache_dtype: str | None = None
+    dtype: str | None = None
+    tensor_parallel_size: int | None = Field(default=None, ge=1)
+    pipeline_parallel_size: int | None = Field(default=None, ge=1)
+    enforce_eager: bool | None = None
+    kv_cache_memory_bytes: int | None = Field(default=None, ge=0)
+    revision: str | None = None
+    vllm_version: str | None = None
+    request_tokens: int | None = Field(default=None, ge=1)
+    enable_prefix_caching: bool | None = None
+
+
+@dataclass(frozen=True)
+class ResolvedRequest:
+    """Every value the laws need, defaults applied, plus where each came from."""
+
+    inputs: PlanInputs
+    source: ModelSource
+    config: ModelConfig
+    adapter: Adapter
+    gpu: Gpu
+    rules: RulesPack
+    vllm_version: str
+    dtype: str
+    gpu_memory_utilization: float
+    max_model_len: int
+    max_num_seqs: int
+    max_num_batched_tokens: int
+    block_size: int
+    kv_cache_dtype: str
+    tensor_parallel_size: int
+    pipeline_parallel_size: int
+    enforce_eager: bool
+    enable_prefix_caching: bool
+    kv_cache_memory_bytes: int | None
+    defaulted: tuple[str, ...]
+    warnings: tuple[str, ...] = field(default=())
+    registry: Any = None
+
+    @property
+    def world_size(self) -> int:
+        return self.tensor_parallel_size * self.pipeline_parallel_size
+
+
+def _resolve_dtype(requested: str | None, config_dtype: str, gpu: Gpu) -> str:
+    """vLLM's ``--dtype auto``: the checkpoint dtype, fp32 checkpoints cast down, bf16 only
+    where the chip supports it.  Mirrors vllm/config/model.py::_resolve_auto_dtype (0.33.0):
+    CUDA lists bf16 first from compute capability 8.0, fp16 first below it."""
+    bf16_ok = gpu.vendor == "amd" or (gpu.sm_major or 0) >= 8
+    if requested and requested != "auto":
+        name = {"half": "float16", "float": "float32"}.get(requested, requested)
+        return name
+    preferred = "bfloat16" if bf16_ok else "float16"
+    dtype = config_dtype.lower()
+    if dtype in ("float32", "float"):
+        return preferred
+    if dtype == "bfloat16" and not bf16_ok:
+        return "float16"
+    if dtype not in ("bfloat16", "float16"):
+        return preferred
+    return dtype
+
+
+def resolve(inputs: PlanInputs, *, registry: Registry | None = None, source: ModelSource | None = None,
+            progress: Any = None) -> ResolvedRequest:
+    """Resolve ``inputs`` against the registry and the model's config."""
+    from vmemplan.registry import load_registry
+    from vmemplan.sources import load_model_source
+
+    registry = registry or load_registry()
+    if source is None:
+        source = load_model_source(inputs.model, revision=inputs.revision,
+                                   bundled_dir=registry.models_dir, progress=progress)
+    return resolve_with(inputs, registry=registry, source=source)
+
+
+def resolve_with(inputs: PlanInputs, *, registry: Registry, source: ModelSource) -> ResolvedRequest:
+    """:func:`resolve` with the registry and model source already in hand (pure)."""
+    from vmemplan.model_config import ModelConfig
+    from vmemplan.models import adapter_for
+
+    gpu = registry.gpu(inputs.gpu)
+    rules, version_warning = registry.rules(inputs.vllm_version)
+    warnings: list[str] = list(source.notes)
+    if version_warning:
+        warnings.append(version_warning)
+    defaulted: list[str] = []
+    config = ModelConfig.from_dict(source.config)
+    adapter = adapter_for(config)
+    warnings.extend(adapter.notes())
+
+    def pick(name: str, value: Any, default: Any) -> Any:
+        if value is None:
+            defaulted.append(name)
+            return default
+        return value
+
+    util = pick("gpu_memory_utilization", inputs.gpu_memory_utilization,
+                rules.defaults.gpu_memory_utilization.value)
+    if not 0 < util <= 1:
+        raise UsageError(f"--gpu-memory-utilization {util} is outside (0, 1]",
+                         hint="vLLM takes a fraction of the GPU, e.g. 0.92")
+    if inputs.dtype is not None and inputs.dtype not in DTYPES:
+        raise UsageError(f"unknown --dtype {inputs.dtype!r}", hint="one of " + ", ".join(DTYPES))
+    dtype = _resolve_dtype(inputs.dtype, config.torch_dtype, gpu)
+    if inputs.dtype is None:
+        defaulted.append("dtype")
+    kv_dtype = pick("kv_cache_dtype", inputs.kv_cache_dtype, rules.defaults.kv_cache_dtype.value)
+    if kv_dtype not in KV_CACHE_DTYPES:
+        raise UsageError(f"unknown --kv-cache-dtype {kv_dtype!r}", hint="one of " + ", ".join(KV_CACHE_DTYPES))
+    derived_len = adapter.derived_max_model_len()
+    max_model_len = pick("max_model_len", inputs.max_model_len, derived_len)
+    if max_model_len > derived_len:
+        raise UsageError(
+            f"--max-model-len {max_model_len} is longer than the model's {derived_len} tokens",
+            hint="vLLM refuses this unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1; lower --max-model-len",
+        )
+    tp = pick("tensor_parallel_size", inputs.tensor_parallel_size, 1)
+    pp = pick("pipeline_parallel_size", inputs.pipeline_parallel_size, 1)
+    enforce_eager = pick("enforce_eager", inputs.enforce_eager, False)
+    prefix = pick("enable_prefix_caching", inputs.enable_prefix_caching,
+                  rules.defaults.enable_prefix_caching.value)
+    block_size = pick("block_size", inputs.block_size, rules.defaults.block_size.value)
+    chunked = bool(rules.defaults.enable_chunked_prefill.value)
+    mnbt_default, seqs_default = rules.batch_defaults.for_device(
+        device_name=gpu.device_name, nvml_total_bytes=gpu.batch_default_total_bytes,
+        max_model_len=max_model_len, chunked_prefill=chunked,
+    )
+    max_num_seqs = pick("max_num_seqs", inputs.max_num_seqs, seqs_default)
+    mnbt = pick("max_num_batched_tokens", inputs.max_num_batched_tokens, mnbt_default)
+    if inputs.max_num_seqs is None and max_num_seqs > mnbt:
+        # vllm/engine/arg_utils.py: max_num_seqs = min(max_num_seqs, max_num_batched_tokens)
+        max_num_seqs = mnbt
+    if not chunked and mnbt < max_model_len:
+        raise UsageError(
+            f"--max-num-batched-tokens {mnbt} is smaller than --max-model-len {max_model_len}",
+            hint="without chunked prefill this release needs max_num_batched_tokens >= max_model_len",
+        )
+    from vmemplan.models.base import GraphContext
+
+    adapter.validate_parallel(GraphContext(tensor_parallel_size=tp, pipeline_parallel_size=pp))
+    if pp > config.num_hidden_layers:
+        raise UsageError(f"--pipeline-parallel-size {pp} exceeds the {config.num_hidden_layers} layers")
+    return ResolvedRequest(
+        inputs=inputs, source=source, config=config, adapter=adapter, gpu=gpu, rules=rules,
+        vllm_version=inputs.vllm_version or rules.max_version or rules.min_version,
+        dtype=dtype, gpu_memory_utilization=float(util), max_model_len=int(max_model_len),
+        max_num_seqs=int(max_num_seqs), max_num_batched_tokens=int(mnbt), block_size=int(block_size),
+        kv_cache_dtype=kv_dtype, tensor_parallel_size=int(tp), pipeline_parallel_size=int(pp),
+        enforce_eager=bool(enforce_eager), enable_prefix_caching=bool(prefix),
+        kv_cache_memory_bytes=inputs.kv_cache_memory_bytes, defaulted=tuple(defaulted),
+        warnings=tuple(warnings), registry=registry,
+    )

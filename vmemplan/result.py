@@ -1,0 +1,130 @@
+"""The frozen result of a plan, and its JSON contract.
+
+Renderers read these objects; nothing here formats for a terminal.  Integers are bytes
+or tokens.  ``MemoryPlan.to_json()`` is the contract CI scripts depend on: fields may be
+added, never renamed or dropped (``schema_version`` 1).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+__all__ = ["Provenance", "PerRank", "KvCacheSummary", "Verdict", "MemoryPlan", "SCHEMA_VERSION"]
+
+SCHEMA_VERSION = 1
+
+Kind = Literal["exact", "estimated", "given"]
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Where one figure came from: exact (config + vLLM's rules), estimated (cost model, with
+    which constant), or given (by the user or a log)."""
+
+    figure: str
+    value: Any
+    kind: Kind
+    source: str
+
+
+@dataclass(frozen=True)
+class PerRank:
+    weights_bytes: int
+    activation_peak_bytes: int
+    cuda_graph_bytes: int
+    eplb_bytes: int
+    comm_buffer_bytes: int
+    non_torch_bytes: int
+    fixed_total_bytes: int
+    pre_budget_bytes: int
+    requested_memory_bytes: int
+    available_kv_cache_bytes: int
+    # extra detail (added fields; the contract above is the first ten)
+    cuda_graph_subtracted: bool = True
+    communicator_bytes: int = 0
+    cuda_context_bytes: int = 0
+    workspace_bytes: int = 0
+    rank: int = 0
+    stage: int = 0
+
+
+@dataclass(frozen=True)
+class KvGroup:
+    kind: str
+    layers: int
+    block_size: int
+    page_size_bytes: int
+    blocks_per_request: int
+
+
+@dataclass(frozen=True)
+class KvCacheSummary:
+    bytes_per_token: int | None
+    block_size: int
+    page_size_bytes: int  # bytes of one pool block across every layer of the rank
+    num_blocks: int
+    tokens: int
+    max_concurrency: float
+    groups: tuple[KvGroup, ...] = ()
+    sequence_fixed_bytes: int = 0
+    sequence_admission_bytes: int = 0
+    request_bytes: int | None = None
+    request_tokens: int | None = None
+    needed_bytes: int = 0  # KV bytes vLLM demands for one max_model_len request
+    cache_dtype: str = "auto"
+    no_bytes_per_token_reason: str | None = None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    starts: bool
+    reason: str | None = None
+    max_model_len_that_fits: int | None = None
+
+
+@dataclass(frozen=True)
+class MemoryPlan:
+    """Everything vmemplan knows about one deployment, per rank."""
+
+    model_id: str
+    model_source: str
+    architecture: str
+    gpu_id: str
+    gpu_name: str
+    gpu_total_memory_bytes: int
+    vllm_version: str
+    rules_pack: str
+    engine: dict[str, Any]
+    defaulted: tuple[str, ...]
+    per_rank: PerRank
+    kv_cache: KvCacheSummary
+    verdict: Verdict
+    provenance: tuple[Provenance, ...]
+    warnings: tuple[str, ...]
+    ranks: tuple[PerRank, ...] = ()
+    parameters: int = 0
+    log_lines: tuple[str, ...] = field(default=())
+
+    def to_json(self) -> dict[str, Any]:
+        per_rank = asdict(self.per_rank)
+        kv = asdict(self.kv_cache)
+        kv["groups"] = [asdict(g) for g in self.kv_cache.groups]
+        out: dict[str, Any] = {
+            "schema_version": SCHEMA_VERSION,
+            "model": {"id": self.model_id, "source": self.model_source, "architecture": self.architecture,
+                      "parameters": self.parameters},
+            "gpu": {"id": self.gpu_id, "name": self.gpu_name, "total_memory_bytes": self.gpu_total_memory_bytes},
+            "vllm_version": self.vllm_version,
+            "rules_pack": self.rules_pack,
+            "engine": {**self.engine, "defaulted": list(self.defaulted)},
+            "per_rank": per_rank,
+            "kv_cache": kv,
+            "verdict": asdict(self.verdict),
+            "provenance": [asdict(p) for p in self.provenance],
+            "warnings": list(self.warnings),
+            "log_lines": list(self.log_lines),
+        }
+        if self.ranks:
+            out["ranks"] = [asdict(r) for r in self.ranks]
+        return out
