@@ -1,0 +1,558 @@
+"""A step-by-step simulation of vLLM's continuous-batching scheduler over a paged KV block pool.
+
+Mirrors vllm/v1/core/sched/scheduler.py::Scheduler.schedule, ::_preempt_request and
+::update_from_output, vllm/v1/core/kv_cache_manager.py::KVCacheManager.allocate_slots and
+vllm/v1/core/block_pool.py::BlockPool (0.33.0), for the default first-come-first-served policy.
+
+One step, as the simulation runs it:
+
+1. Arrivals of this step join the back of WAITING.
+2. The token budget starts at ``max_num_batched_tokens``.  ``long_prefill_token_threshold`` only
+   applies while more than one request is running or waiting (vLLM drops it for a lone request).
+3. RUNNING requests, in admission order, while budget remains: each wants
+   ``prompt + outputs - computed`` tokens (1 in decode, a chunk while prefilling), capped by the
+   threshold and the budget.  It needs ``ceil((computed + n) / block_size)`` KV blocks in all.
+   While the free blocks do not cover what it lacks, the LAST running request is preempted: it
+   returns every block, its computed count drops to 0 and it goes to the FRONT of WAITING (its
+   generated tokens are kept; on re-admission prompt and outputs are prefilled again).  If the
+   request preempts itself the running pass stops.
+4. If nothing was preempted this step, WAITING requests are admitted in order while budget
+   remains and fewer than ``max_num_seqs`` run.  Admission needs the blocks of the request's WHOLE
+   current sequence (prompt + outputs so far) plus its fixed blocks (and the watermark, once any
+   request runs) to be free -- vLLM's ``scheduler_reserve_full_isl`` gate, on by default -- but
+   only the first chunk's blocks are claimed.  The first request that does not fit stops admission.
+5. One forward pass: every scheduled request advances ``computed``; a request whose computed count
+   reaches the end of its sequence samples one token.  A request with all its output tokens
+   finishes and returns all its blocks.
+
+The pool has ``num_blocks`` blocks as vLLM counts them; one of them is the null block, which is
+never handed out, so ``num_blocks - 1`` are usable and the pool fraction is
+``used / (num_blocks - 1)`` (BlockPool.get_usage).
+
+Simplifications (stated, deliberate):
+
+* No prefix caching: no request shares blocks, and a preempted request recomputes everything (real
+  vLLM may find some of its freed blocks still cached and skip them).
+* No speculative decoding, async scheduling, pipeline parallelism, encoder inputs or KV
+  connectors; priority scheduling is not modelled (FCFS only).
+* Sliding-window or recurrent layers are represented only by ``fixed_blocks_per_request`` blocks
+  a request claims at admission and holds while running, whatever its length (as the recurrent
+  state manager in vllm/v1/core/single_type_kv_cache_manager.py asks for its block only when the
+  request holds none).
+* Preempting nobody in step 3 is the condition vLLM uses to admit in step 4; under FCFS the victim
+  is at the front of WAITING and can never fit in the step that evicted it, so it changes nothing.
+* A request never stops early (no end-of-text): it produces exactly its ``output_tokens``.
+
+Fast path: the simulation tracks block COUNTS, not ids.  With ``check=True`` it also keeps real
+block ids (a free list and an owner table) and asserts every invariant each step: no block owned
+twice, the count view equals the id view, the pool is never exceeded, tokens are conserved.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Iterable, Sequence, Union
+
+from vmemplan.errors import UsageError
+from vmemplan.sim.traffic import RequestSpec, Traffic
+
+__all__ = [
+    "SimConfig",
+    "Percentiles",
+    "RequestTrace",
+    "StepSeries",
+    "TimelineBucket",
+    "SimResult",
+    "simulate",
+    "percentiles",
+    "weighted_percentiles",
+]
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    """The scheduler limits and the pool size.
+
+    ``num_blocks`` counts the null block, as vLLM's "GPU KV cache size" arithmetic does;
+    ``fixed_blocks_per_request`` are blocks a running request holds regardless of its length
+    (recurrent state, window rings); ``watermark_fraction`` is vLLM's ``--watermark``
+    headroom (SchedulerConfig.watermark, default 0); ``max_steps`` stops a run that would
+    not end.
+    """
+
+    num_blocks: int
+    block_size: int
+    max_num_batched_tokens: int
+    max_num_seqs: int
+    fixed_blocks_per_request: int = 0
+    long_prefill_token_threshold: int | None = None
+    watermark_fraction: float = 0.0
+    max_steps: int = 2_000_000
+
+    def __post_init__(self) -> None:
+        for name in ("num_blocks", "block_size", "max_num_batched_tokens", "max_num_seqs", "max_steps"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise UsageError(f"{name} must be a positive integer, not {value!r}")
+        if self.num_blocks < 2:
+            raise UsageError(
+                f"num_blocks must be at least 2 (one block is vLLM's null block), not {self.num_blocks}"
+            )
+        if (
+            isinstance(self.fixed_blocks_per_request, bool)
+            or not isinstance(self.fixed_blocks_per_request, int)
+            or self.fixed_blocks_per_request < 0
+        ):
+            raise UsageError(f"fixed_blocks_per_request must be >= 0, not {self.fixed_blocks_per_request!r}")
+        lpt = self.long_prefill_token_threshold
+        if lpt is not None and (isinstance(lpt, bool) or not isinstance(lpt, int) or lpt < 0):
+            raise UsageError(f"long_prefill_token_threshold must be >= 0, not {lpt!r}")
+        if not (0.0 <= self.watermark_fraction < 1.0):
+            raise UsageError(f"watermark_fraction must be in [0, 1), not {self.watermark_fraction!r}")
+
+    @property
+    def usable_blocks(self) -> int:
+        """Blocks the scheduler can hand out: all but the null block."""
+        return self.num_blocks - 1
+
+    @property
+    def watermark_blocks(self) -> int:
+        """``int(watermark * num_blocks)`` (KVCacheManager.__init__)."""
+        return int(self.watermark_fraction * self.num_blocks)
+
+
+@dataclass(frozen=True)
+class Percentiles:
+    """p50 / p90 / p99 of a sample (nearest-rank); all ``None`` for an empty sample."""
+
+    p50: float | None
+    p90: float | None
+    p99: float | None
+
+
+@dataclass(frozen=True)
+class RequestTrace:
+    """What happened to one request (steps are 0-based; ``None`` where it never got there)."""
+
+    index: int
+    arrival_step: int
+    prompt_tokens: int
+    output_tokens: int
+    first_token_step: int | None
+    finish_step: int | None
+    num_preemptions: int
+
+    @property
+    def ttft_steps(self) -> int | None:
+        """Steps from arrival to the first token, counting the step that produced it."""
+        if self.first_token_step is None:
+            return None
+        return self.first_token_step - self.arrival_step + 1
+
+
+@dataclass(frozen=True)
+class StepSeries:
+    """Per-step records, one entry per simulated step, as seen by the forward pass.
+
+    ``running`` / ``waiting`` are the queue lengths after admission; ``pool_blocks_used`` is the
+    occupancy after allocation and before this step's finishes return blocks.
+    ``kv_tokens_read`` sums, over every scheduled request, its context after this step's tokens
+    (computed + scheduled), i.e. the KV the attention touches.  ``single_step_tokens`` counts
+    output tokens whose previous token came one step earlier (an inter-token gap of exactly one
+    step); longer gaps are listed in :attr:`SimResult.long_itl_gaps`.
+    """
+
+    prefill_tokens: tuple[int, ...]
+    decode_requests: tuple[int, ...]
+    kv_tokens_read: tuple[int, ...]
+    running: tuple[int, ...]
+    waiting: tuple[int, ...]
+    pool_blocks_used: tuple[int, ...]
+    preemptions: tuple[int, ...]
+    single_step_tokens: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class TimelineBucket:
+    """A stretch of consecutive steps summarised for a terminal picture.
+
+    Queue lengths and pool fraction are the maxima over the stretch; token counts are means per step.
+    """
+
+    first_step: int
+    last_step: int
+    running: int
+    waiting: int
+    pool_fraction: float
+    prefill_tokens: float
+    decode_tokens: float
+
+
+@dataclass(frozen=True)
+class SimResult:
+    """The outcome of :func:`simulate`."""
+
+    config: SimConfig
+    num_requests: int
+    steps: int
+    preemptions: int
+    peak_running: int
+    peak_pool_blocks_used: int
+    peak_pool_fraction: float
+    completed: int
+    finished_all: bool
+    requests: tuple[RequestTrace, ...]
+    ttft_steps: Percentiles
+    itl_steps: Percentiles
+    series: StepSeries = field(repr=False)
+    long_itl_gaps: tuple[tuple[int, int], ...] = field(repr=False)
+
+    def timeline(self, num_buckets: int = 60) -> tuple[TimelineBucket, ...]:
+        """The step series folded into at most ``num_buckets`` consecutive stretches."""
+        if num_buckets < 1:
+            raise UsageError("num_buckets must be at least 1")
+        n = self.steps
+        if n == 0:
+            return ()
+        s = self.series
+        usable = self.config.usable_blocks
+        size = -(-n // num_buckets)
+        out = []
+        for start in range(0, n, size):
+            end = min(n, start + size)
+            width = end - start
+            out.append(
+                TimelineBucket(
+                    first_step=start,
+                    last_step=end - 1,
+                    running=max(s.running[start:end]),
+                    waiting=max(s.waiting[start:end]),
+                    pool_fraction=max(s.pool_blocks_used[start:end]) / usable,
+                    prefill_tokens=sum(s.prefill_tokens[start:end]) / width,
+                    decode_tokens=sum(s.decode_requests[start:end]) / width,
+                )
+            )
+        return tuple(out)
+
+
+def percentiles(values: Iterable[float]) -> Percentiles:
+    """Nearest-rank p50/p90/p99: the smallest value with at least p % of the sample at or below it."""
+    return weighted_percentiles((v, 1) for v in values)
+
+
+def weighted_percentiles(pairs: Iterable[tuple[float, int]]) -> Percentiles:
+    """Nearest-rank p50/p90/p99 of a sample given as (value, count) pairs."""
+    items = sorted((v, w) for v, w in pairs if w > 0)
+    total = sum(w for _, w in items)
+    if total == 0:
+        return Percentiles(None, None, None)
+    result = []
+    for p in (50, 90, 99):
+        rank = -(-p * total // 100)  # ceil(p/100 * total), at least 1
+        rank = max(rank, 1)
+        seen = 0
+        for v, w in items:
+            seen += w
+            if seen >= rank:
+                result.append(v)
+                break
+    return Percentiles(*result)
+
+
+RequestsIn = Union[Traffic, Sequence[RequestSpec]]
+
+
+def _requests_of(traffic: RequestsIn) -> tuple[RequestSpec, ...]:
+    if isinstance(traffic, Traffic):
+        return traffic.generate()
+    reqs = tuple(traffic)
+    for r in reqs:
+        if not isinstance(r, RequestSpec):
+            raise UsageError(f"expected RequestSpec entries, got {type(r).__name__}")
+        if r.arrival_step < 0 or r.prompt_tokens < 1 or r.output_tokens < 1:
+            raise UsageError(
+                f"bad request {r}: arrival must be >= 0, prompt and output at least 1 token"
+            )
+    return reqs
+
+
+class _BlockIds:
+    """Check mode only: real block ids, so double ownership and leaks are visible."""
+
+    def __init__(self, usable: int) -> None:
+        # Block 0 is the null block; ids 1..usable can be handed out.
+        self.free_ids: list[int] = list(range(usable, 0, -1))
+        self.owner: dict[int, int] = {}
+        self.owned: dict[int, list[int]] = {}
+
+    def take(self, req: int, k: int) -> None:
+        assert k <= len(self.free_ids), "allocation beyond the pool"
+        mine = self.owned.setdefault(req, [])
+        for _ in range(k):
+            b = self.free_ids.pop()
+            assert b != 0, "the null block was handed out"
+            assert b not in self.owner, f"block {b} owned twice"
+            self.owner[b] = req
+            mine.append(b)
+
+    def release(self, req: int) -> None:
+        for b in self.owned.pop(req, []):
+            assert self.owner.pop(b) == req
+            self.free_ids.append(b)
+
+    def count(self, req: int) -> int:
+        return len(self.owned.get(req, ()))
+
+
+def simulate(config: SimConfig, traffic: RequestsIn, *, check: bool = False) -> SimResult:
+    """Run the scheduler loop until every request has finished (or ``config.max_steps``).
+
+    ``traffic`` is a :class:`~vmemplan.sim.traffic.Traffic` or a sequence of
+    :class:`~vmemplan.sim.traffic.RequestSpec`.  ``check=True`` tracks real block ids and asserts
+    the invariants every step (slower; for tests).
+
+    Raises :class:`~vmemplan.errors.UsageError` when a request could never run: its largest
+    footprint, ``ceil((prompt + output - 1) / block_size) + fixed`` blocks (the last sampled token
+    never needs a slot), exceeds the usable pool -- vLLM refuses to start in that case.
+    """
+    specs = _requests_of(traffic)
+    n_req = len(specs)
+    bs = config.block_size
+    fixed = config.fixed_blocks_per_request
+    usable = config.usable_blocks
+    mnbt = config.max_num_batched_tokens
+    max_seqs = config.max_num_seqs
+    lpt = config.long_prefill_token_threshold or 0
+    wm_blocks = config.watermark_blocks
+    max_steps = config.max_steps
+
+    prompt = [s.prompt_tokens for s in specs]
+    out_max = [s.output_tokens for s in specs]
+    arrive = [s.arrival_step for s in specs]
+    for i in range(n_req):
+        largest = -(-(prompt[i] + out_max[i] - 1) // bs) + fixed
+        if largest > usable:
+            raise UsageError(
+                f"request {i} ({prompt[i]} prompt + {out_max[i]} output tokens) needs {largest} blocks, "
+                f"more than the {usable} usable blocks of the pool",
+                hint="shorten the requests or enlarge the pool; vLLM would not start with a max-model-len that does not fit",
+            )
+
+    comp = [0] * n_req  # tokens whose KV is computed (reset to 0 by preemption)
+    gen = [0] * n_req  # output tokens sampled so far (kept across preemption)
+    held = [0] * n_req  # KV blocks held, fixed blocks excluded
+    last_emit = [-1] * n_req
+    first_tok: list[int | None] = [None] * n_req
+    finish: list[int | None] = [None] * n_req
+    npre = [0] * n_req
+
+    order = sorted(range(n_req), key=lambda i: (arrive[i], i))
+    ai = 0
+    waiting: deque[int] = deque()
+    running: dict[int, None] = {}  # insertion-ordered set: admission order, popitem() = newest
+    free = usable
+    preemptions = 0
+    completed = 0
+
+    s_pre: list[int] = []
+    s_dec: list[int] = []
+    s_kv: list[int] = []
+    s_run: list[int] = []
+    s_wait: list[int] = []
+    s_used: list[int] = []
+    s_preempt: list[int] = []
+    s_ones: list[int] = []
+    long_gaps: list[tuple[int, int]] = []
+    ttft_counts: dict[int, int] = {}
+
+    ids = _BlockIds(usable) if check else None
+    scheduled_total = [0] * n_req if check else None
+    discarded_total = [0] * n_req if check else None
+
+    t = 0
+    while t < max_steps:
+        while ai < n_req and arrive[order[ai]] <= t:
+            waiting.append(order[ai])
+            ai += 1
+        if not running and not waiting:
+            if ai >= n_req:
+                break
+            # Idle until the next arrival: record empty steps.
+            nxt = min(arrive[order[ai]], max_steps)
+            gap = nxt - t
+            for lst in (s_pre, s_dec, s_kv, s_run, s_wait, s_used, s_preempt, s_ones):
+                lst.extend([0] * gap)
+            t = nxt
+            continue
+
+        budget = mnbt
+        thr = lpt if (len(running) + len(waiting)) > 1 else 0
+        step_preempt = 0
+        sched: list[tuple[int, int]] = []
+
+        # 1. RUNNING requests, in admission order.
+        pos = 0
+        for r in list(running):
+            if budget <= 0 or pos >= len(running):
+                break
+            c = comp[r]
+            n = prompt[r] + gen[r] - c
+            if 0 < thr < n:
+                n = thr
+            if n > budget:
+                n = budget
+            need = -(-(c + n) // bs) - held[r]
+            if need > free:
+                self_preempted = False
+                while need > free:
+                    v, _ = running.popitem()
+                    free += held[v] + fixed
+                    if check:
+                        discarded_total[v] += comp[v]
+                        ids.release(v)
+                    held[v] = 0
+                    comp[v] = 0
+                    waiting.appendleft(v)
+                    npre[v] += 1
+                    preemptions += 1
+                    step_preempt += 1
+                    if v == r:
+                        self_preempted = True
+                        break
+                if self_preempted:
+                    break
+            if need > 0:
+                free -= need
+                held[r] += need
+                if check:
+                    ids.take(r, need)
+            budget -= n
+            sched.append((r, n))
+            pos += 1
+
+        # 2. WAITING requests, only if this step preempted nobody.
+        if not step_preempt:
+            while waiting and budget > 0 and len(running) < max_seqs:
+                r = waiting[0]
+                ntok = prompt[r] + gen[r]
+                full = -(-ntok // bs) + fixed
+                if full + (wm_blocks if running else 0) > free:
+                    break
+                n = ntok
+                if 0 < thr < n:
+                    n = thr
+                if n > budget:
+                    n = budget
+                kv_need = -(-n // bs)
+                waiting.popleft()
+                running[r] = None
+                held[r] = kv_need
+                free -= kv_need + fixed
+                if check:
+                    ids.take(r, kv_need + fixed)
+                budget -= n
+                sched.append((r, n))
+
+        used = usable - free
+        n_running = len(running)
+
+        # 3. The forward pass, then 4. finishes.
+        pre_tok = dec_req = kv_read = ones = 0
+        for r, n in sched:
+            c = comp[r]
+            g = gen[r]
+            ntok = prompt[r] + g
+            if g and c == ntok - 1:
+                dec_req += 1
+            else:
+                pre_tok += n
+            c += n
+            kv_read += c
+            comp[r] = c
+            if check:
+                scheduled_total[r] += n
+            if c == ntok:
+                g += 1
+                gen[r] = g
+                if g == 1:
+                    first_tok[r] = t
+                    d = t - arrive[r] + 1
+                    ttft_counts[d] = ttft_counts.get(d, 0) + 1
+                elif t - last_emit[r] == 1:
+                    ones += 1
+                else:
+                    long_gaps.append((last_emit[r], t))
+                last_emit[r] = t
+                if g == out_max[r]:
+                    del running[r]
+                    free += held[r] + fixed
+                    held[r] = 0
+                    if check:
+                        ids.release(r)
+                    finish[r] = t
+                    completed += 1
+
+        s_pre.append(pre_tok)
+        s_dec.append(dec_req)
+        s_kv.append(kv_read)
+        s_run.append(n_running)
+        s_wait.append(len(waiting))
+        s_used.append(used)
+        s_preempt.append(step_preempt)
+        s_ones.append(ones)
+
+        if check:
+            assert 0 <= free <= usable, "pool over-allocated"
+            assert len(ids.free_ids) == free, "count view and id view disagree"
+            assert len(running) <= max_seqs
+            assert sum(n for _, n in sched) <= mnbt, "token budget exceeded"
+            for r in running:
+                assert ids.count(r) == held[r] + fixed
+                assert held[r] == -(-comp[r] // bs), "blocks held do not match computed tokens"
+            for r in waiting:
+                assert ids.count(r) == 0 and comp[r] == 0
+        t += 1
+        if completed == n_req:
+            break
+
+    if check and completed == n_req:
+        for r in range(n_req):
+            assert gen[r] == out_max[r]
+            # Every token but the last sampled one is computed once per admission that kept it.
+            assert scheduled_total[r] == prompt[r] + out_max[r] - 1 + discarded_total[r], "tokens not conserved"
+        assert free == usable and not ids.owner, "blocks leaked"
+
+    steps = len(s_pre)
+    traces = tuple(
+        RequestTrace(i, arrive[i], prompt[i], out_max[i], first_tok[i], finish[i], npre[i]) for i in range(n_req)
+    )
+    gap_counts: dict[int, int] = {1: sum(s_ones)}
+    for a, b in long_gaps:
+        gap_counts[b - a] = gap_counts.get(b - a, 0) + 1
+    peak_used = max(s_used) if s_used else 0
+    return SimResult(
+        config=config,
+        num_requests=n_req,
+        steps=steps,
+        preemptions=preemptions,
+        peak_running=max(s_run) if s_run else 0,
+        peak_pool_blocks_used=peak_used,
+        peak_pool_fraction=peak_used / usable,
+        completed=completed,
+        finished_all=completed == n_req,
+        requests=traces,
+        ttft_steps=weighted_percentiles(ttft_counts.items()),
+        itl_steps=weighted_percentiles(gap_counts.items()),
+        series=StepSeries(
+            prefill_tokens=tuple(s_pre),
+            decode_requests=tuple(s_dec),
+            kv_tokens_read=tuple(s_kv),
+            running=tuple(s_run),
+            waiting=tuple(s_wait),
+            pool_blocks_used=tuple(s_used),
+            preemptions=tuple(s_preempt),
+            single_step_tokens=tuple(s_ones),
+        ),
+        long_itl_gaps=tuple(long_gaps),
+    )
