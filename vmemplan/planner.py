@@ -89,12 +89,17 @@ def plan_memory(req: ResolvedRequest) -> MemoryPlan:
                            f"{'generic decoder fallback' if adapter.fidelity == 'generic' else 'architecture adapter'}"))
 
     # --- activation peak (profile run) -----------------------------------------------
+    # The dummy step's size: max_num_batched_tokens under chunked prefill; releases that
+    # profiled at the context length use the larger of the two.
+    profile_tokens = req.max_num_batched_tokens
+    if rules.budget.profile_tokens == "max_model_len":
+        profile_tokens = max(req.max_model_len, req.max_num_batched_tokens)
     extra_act, extra_src = adapter.extra_activation_bytes(
         stages[-1][0], max_num_batched_tokens=req.max_num_batched_tokens, max_num_seqs=req.max_num_seqs)
     activation = act_law.activation_peak_bytes(
         family=adapter.family, hidden_size=cfg.hidden_size, num_attention_heads=cfg.num_attention_heads,
         head_dim=cfg.head_dim, intermediate_size=adapter.intermediate_size, vocab_size=cfg.vocab_size,
-        tensor_parallel_size=tp, max_num_batched_tokens=req.max_num_batched_tokens,
+        tensor_parallel_size=tp, max_num_batched_tokens=profile_tokens,
         max_num_seqs=req.max_num_seqs, dtype_bytes=width,
         constants=cost.activation_constants(version, engine=engine_kind),
         extra_model_buffers_bytes=extra_act,

@@ -1,0 +1,500 @@
+"""CUDA-graph memory, memory held before the budget, non-torch growth, and the cost-model registry.
+
+Three of the figures between ``requested`` and the KV pool are measured on a GPU by vLLM; vmemplan
+estimates them from constants kept in ``registry/cost_model.yaml`` (each with its source, how it was
+obtained and the vLLM version it was calibrated against; COST_MODEL.md has the calibration):
+
+* :func:`cuda_graph_bytes` mirrors the *shape* of vLLM's own estimate
+  (vllm/v1/worker/gpu_model_runner.py::GPUModelRunner.profile_cudagraph_memory, 0.33.0);
+* :func:`pre_budget_bytes` is what is taken before ``MemorySnapshot`` is read in
+  vllm/v1/worker/gpu_worker.py::Worker.init_device (CUDA context, collective communicators);
+* :func:`non_torch_bytes` is the non-torch growth measured inside the budget
+  (vllm/utils/mem_utils.py::memory_profiling).
+
+:func:`parse_cost_model` validates a mapping (the parsed YAML) into a frozen :class:`CostModel`;
+reading the file is the registry loader's job, so this module never imports yaml.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from vmemplan.errors import RegistryInvalid, UsageError
+from vmemplan.laws.activation import ActivationConstants
+
+__all__ = [
+    "CUDA_GRAPH_MODES",
+    "Constant",
+    "ConstantTable",
+    "CostModel",
+    "CudaGraphConstants",
+    "CudaGraphEstimate",
+    "CudaGraphFamily",
+    "Era",
+    "NonTorchConstants",
+    "PreBudget",
+    "PreBudgetConstants",
+    "cuda_graph_bytes",
+    "non_torch_bytes",
+    "parse_cost_model",
+    "parse_vllm_version",
+    "pre_budget_bytes",
+]
+
+CUDA_GRAPH_MODES = ("NONE", "PIECEWISE", "FULL", "FULL_DECODE_ONLY", "FULL_AND_PIECEWISE")
+_MIB = 1 << 20
+
+
+def _lookup_by_key_at_most(table: Mapping[int, float], key: int) -> float:
+    """The value of the largest key not above ``key`` (the smallest key when all are above)."""
+    keys = sorted(k for k in table if k <= key)
+    if not keys:
+        keys = sorted(table)
+    return table[keys[-1]]
+
+
+# --------------------------------------------------------------------------- resolved constants
+
+
+class CudaGraphFamily(BaseModel):
+    """Cost of one capture family: the first (largest) capture and each later one."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    floor_bytes: int = Field(ge=0)
+    per_token_hidden_layer_bytes: float = Field(ge=0)
+    per_graph_bytes: int = Field(ge=0)
+
+
+class CudaGraphConstants(BaseModel):
+    """Flat figures per mode, and optional per-family costs (keys ``piecewise`` and ``full``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    vllm_version: str
+    flat_bytes_by_mode: dict[str, int]
+    families: dict[str, CudaGraphFamily] | None = None
+
+
+class PreBudgetConstants(BaseModel):
+    """What is held before vLLM reads its memory snapshot."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    vllm_version: str
+    cuda_context_bytes: int = Field(ge=0)
+    workspace_bytes: int = Field(ge=0)
+    communicator_bytes_by_world_size: dict[int, int]
+
+
+class NonTorchConstants(BaseModel):
+    """Non-torch growth inside the budget for one era."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    era: str
+    vllm_version: str
+    base_bytes: int = Field(ge=0)
+    communicator_bytes_by_world_size: dict[int, int]
+
+
+# --------------------------------------------------------------------------- results
+
+
+class CudaGraphEstimate(BaseModel):
+    """The CUDA-graph figure and how it was reached."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    mode: str
+    total_bytes: int
+    first_capture_bytes: dict[str, int]
+    per_graph_total_bytes: dict[str, int]
+    num_graphs: dict[str, int]
+    largest_graph_tokens: dict[str, int]
+    method: Literal["none", "per_family", "flat"]
+
+
+class PreBudget(BaseModel):
+    """Memory taken before the utilization budget is measured (outside it)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    communicator_bytes: int
+    cuda_context_bytes: int
+    workspace_bytes: int
+    total_bytes: int
+
+
+# --------------------------------------------------------------------------- laws
+
+
+def _capture_families(
+    mode: str, capture_sizes: list[int], max_num_seqs: int, decode_query_len: int
+) -> list[tuple[str, list[int]]]:
+    """Which graphs vLLM captures for a mode, per family, as (family, sizes).
+
+    Mirrors vllm/v1/cudagraph_dispatcher.py::CudagraphDispatcher.initialize_cudagraph_keys
+    (0.33.0): the mixed mode captures every capture size; a separate FULL decode routine
+    (FULL_AND_PIECEWISE, FULL_DECODE_ONLY) captures the sizes ``x`` with
+    ``decode_query_len <= x <= decode_query_len * max_num_seqs``.
+    """
+    sizes = sorted(set(int(s) for s in capture_sizes if s > 0))
+    decode_sizes = [x for x in sizes if decode_query_len <= x <= decode_query_len * max_num_seqs]
+    if mode == "PIECEWISE":
+        fams = [("piecewise", sizes)]
+    elif mode == "FULL":
+        fams = [("full", sizes)]
+    elif mode == "FULL_DECODE_ONLY":
+        fams = [("full", decode_sizes)]
+    elif mode == "FULL_AND_PIECEWISE":
+        fams = [("piecewise", sizes), ("full", decode_sizes)]
+    else:
+        fams = []
+    return [(name, s) for name, s in fams if s]
+
+
+def cuda_graph_bytes(
+    *,
+    mode: str,
+    capture_sizes: list[int],
+    max_num_seqs: int,
+    decode_query_len: int = 1,
+    constants: CudaGraphConstants,
+    hidden_size: int | None = None,
+    num_layers: int | None = None,
+    tensor_parallel_size: int = 1,
+) -> CudaGraphEstimate:
+    """Estimated memory of the captured CUDA graphs, shaped like vLLM's own estimate.
+
+    Per family ``f`` with ``n_f`` graphs whose largest holds ``N_f`` tokens::
+
+        first_f = floor_f + ceil(c_f × N_f × hidden × num_layers / tp)
+        total   = max_f first_f + Σ_f per_graph_f × (n_f − 1)
+
+    FULL and PIECEWISE graphs share one memory pool, so vLLM counts only the largest first capture
+    (vllm/v1/worker/gpu_model_runner.py::GPUModelRunner.profile_cudagraph_memory, 0.33.0).  When
+    the registry has no per-family costs, or the model's hidden size and depth are not given, the
+    mode's flat figure is returned.  Mode ``NONE`` (``--enforce-eager``) captures nothing: 0.
+    """
+    mode_key = mode.strip().upper()
+    if mode_key not in CUDA_GRAPH_MODES:
+        raise UsageError(
+            f"unknown CUDA graph mode {mode!r}",
+            hint="use one of " + ", ".join(CUDA_GRAPH_MODES),
+        )
+    if decode_query_len < 1 or max_num_seqs < 1:
+        raise UsageError("decode_query_len and max_num_seqs must be >= 1")
+    tp = max(1, tensor_parallel_size)
+    families = _capture_families(mode_key, capture_sizes, max_num_seqs, decode_query_len)
+    if mode_key == "NONE" or not families:
+        return CudaGraphEstimate(
+            mode=mode_key, total_bytes=0, first_capture_bytes={}, per_graph_total_bytes={},
+            num_graphs={}, largest_graph_tokens={}, method="none",
+        )
+    num_graphs = {name: len(sizes) for name, sizes in families}
+    largest = {name: sizes[-1] for name, sizes in families}
+    per_family = constants.families
+    if (
+        per_family is None
+        or hidden_size is None
+        or num_layers is None
+        or any(name not in per_family for name, _ in families)
+    ):
+        flat = constants.flat_bytes_by_mode.get(mode_key)
+        if flat is None:
+            raise RegistryInvalid(f"cost model has no flat CUDA graph figure for mode {mode_key}")
+        return CudaGraphEstimate(
+            mode=mode_key, total_bytes=int(flat), first_capture_bytes={}, per_graph_total_bytes={},
+            num_graphs=num_graphs, largest_graph_tokens=largest, method="flat",
+        )
+    first: dict[str, int] = {}
+    per_graph_total: dict[str, int] = {}
+    for name, sizes in families:
+        fam = per_family[name]
+        first[name] = fam.floor_bytes + math.ceil(
+            fam.per_token_hidden_layer_bytes * sizes[-1] * hidden_size * num_layers / tp
+        )
+        per_graph_total[name] = fam.per_graph_bytes * (len(sizes) - 1)
+    total = max(first.values()) + sum(per_graph_total.values())
+    return CudaGraphEstimate(
+        mode=mode_key, total_bytes=total, first_capture_bytes=first,
+        per_graph_total_bytes=per_graph_total, num_graphs=num_graphs,
+        largest_graph_tokens=largest, method="per_family",
+    )
+
+
+def _communicator_bytes(table: Mapping[int, int], world_size: int) -> int:
+    if world_size <= 1:
+        return 0
+    return int(_lookup_by_key_at_most(table, world_size))
+
+
+def pre_budget_bytes(
+    *,
+    world_size: int,
+    tensor_parallel_size: int,
+    pipeline_parallel_size: int,
+    constants: PreBudgetConstants,
+) -> PreBudget:
+    """Memory held before vLLM measures the budget it draws ``gpu_memory_utilization`` from.
+
+    ::
+
+        communicator = table[largest world size listed <= world_size]   (0 at world size 1)
+        total        = communicator + cuda_context + workspace
+
+    vLLM creates the CUDA context and, since PR #25359 (0.11.0), the NCCL communicators and
+    custom all-reduce buffers before ``MemorySnapshot`` is taken
+    (vllm/v1/worker/gpu_worker.py::Worker.init_device, 0.33.0), so these bytes sit outside
+    ``requested`` and only matter for whether ``free >= requested`` at startup.
+    """
+    if world_size < 1 or tensor_parallel_size < 1 or pipeline_parallel_size < 1:
+        raise UsageError("world, tensor- and pipeline-parallel sizes must be >= 1")
+    comm = _communicator_bytes(constants.communicator_bytes_by_world_size, world_size)
+    ctx = constants.cuda_context_bytes
+    ws = constants.workspace_bytes
+    return PreBudget(
+        communicator_bytes=comm, cuda_context_bytes=ctx, workspace_bytes=ws,
+        total_bytes=comm + ctx + ws,
+    )
+
+
+def non_torch_bytes(*, world_size: int, nccl_inside_budget: bool, constants: NonTorchConstants) -> int:
+    """Non-torch memory growth that vLLM counts inside the budget.
+
+    ::
+
+        non_torch = base + (communicator(world_size) if nccl_inside_budget and world_size > 1)
+
+    ``base`` is the era's calibrated growth (cuBLAS/attention workspaces, allocator state; in the
+    0.28+ formula also the runner's persistent buffers).  Before PR #25359 (≈0.11.0) the
+    communicators were initialised after the snapshot, so their buffers landed in
+    ``non_torch_increase`` (vllm/utils/mem_utils.py::memory_profiling; gpu_worker.py::init_device
+    of 0.10.2 vs 0.11.0).
+    """
+    if world_size < 1:
+        raise UsageError("world size must be >= 1")
+    comm = _communicator_bytes(constants.communicator_bytes_by_world_size, world_size)
+    return constants.base_bytes + (comm if nccl_inside_budget else 0)
+
+
+# --------------------------------------------------------------------------- registry schema
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Constant(_Strict):
+    """One registry number with its provenance."""
+
+    value: float
+    source: str = Field(min_length=1)
+    obtained: str = Field(min_length=1)
+    vllm_version: str = Field(min_length=1)
+
+
+class ConstantTable(_Strict):
+    """A table of registry numbers (keyed by tp, world size or mode) with its provenance."""
+
+    values: dict[Any, float]
+    source: str = Field(min_length=1)
+    obtained: str = Field(min_length=1)
+    vllm_version: str = Field(min_length=1)
+
+
+class SamplerRegistry(_Strict):
+    default_path: str
+    paths: dict[str, Constant]
+
+    @model_validator(mode="after")
+    def _default_known(self) -> SamplerRegistry:
+        if self.default_path not in self.paths:
+            raise ValueError(f"default_path {self.default_path!r} is not one of {sorted(self.paths)}")
+        return self
+
+
+class ActivationRegistry(_Strict):
+    dense_hidden_buffers: Constant
+    dense_intermediate_buffers: Constant
+    moe_buffers_by_tp: ConstantTable
+    floor_bytes: Constant
+    sampler: SamplerRegistry
+
+
+class Era(_Strict):
+    """A span of vLLM releases whose memory accounting works the same way."""
+
+    id: str
+    engine: Literal["v0", "v1"]
+    vllm_from: str
+    vllm_before: str | None = None
+    calibrated_against: str
+    budget_formula: str
+    nccl_inside_budget: bool
+    cuda_context_inside_budget: bool
+    cudagraph_estimate: Literal["none", "opt_in", "default"]
+    activation: ActivationRegistry
+    non_torch_base_bytes: Constant
+    notes: str = ""
+
+    @model_validator(mode="after")
+    def _versions_parse(self) -> Era:
+        parse_vllm_version(self.vllm_from)
+        if self.vllm_before is not None:
+            parse_vllm_version(self.vllm_before)
+        return self
+
+    def contains(self, version: tuple[int, int, int]) -> bool:
+        lo = parse_vllm_version(self.vllm_from)
+        if version < lo:
+            return False
+        return self.vllm_before is None or version < parse_vllm_version(self.vllm_before)
+
+
+class CudaGraphFamilyRegistry(_Strict):
+    floor_bytes: Constant
+    per_token_hidden_layer_bytes: Constant
+    per_graph_bytes: Constant
+
+
+class CudaGraphRegistry(_Strict):
+    flat_bytes_by_mode: ConstantTable
+    families: dict[Literal["piecewise", "full"], CudaGraphFamilyRegistry] | None = None
+
+    @model_validator(mode="after")
+    def _modes_known(self) -> CudaGraphRegistry:
+        unknown = set(self.flat_bytes_by_mode.values) - set(CUDA_GRAPH_MODES)
+        if unknown:
+            raise ValueError(f"unknown CUDA graph modes {sorted(map(str, unknown))}")
+        return self
+
+
+class PreBudgetRegistry(_Strict):
+    cuda_context_bytes: Constant
+    workspace_bytes: Constant
+    communicator_bytes_by_world_size: ConstantTable
+
+
+class CostModel(_Strict):
+    """The whole cost-model registry, validated."""
+
+    schema_version: Literal[1]
+    eras: list[Era] = Field(min_length=1)
+    pre_budget: PreBudgetRegistry
+    cuda_graphs: CudaGraphRegistry
+
+    def era_for(self, vllm_version: str, *, engine: Literal["v0", "v1"] = "v1") -> Era:
+        """The era that covers a vLLM version for an engine (V0 or V1)."""
+        ver = parse_vllm_version(vllm_version)
+        for era in self.eras:
+            if era.engine == engine and era.contains(ver):
+                return era
+        raise RegistryInvalid(f"cost model has no {engine} era covering vLLM {vllm_version}")
+
+    def activation_constants(
+        self, vllm_version: str, *, engine: Literal["v0", "v1"] = "v1", sampler_path: str | None = None
+    ) -> ActivationConstants:
+        era = self.era_for(vllm_version, engine=engine)
+        act = era.activation
+        path = sampler_path or act.sampler.default_path
+        if path not in act.sampler.paths:
+            raise UsageError(
+                f"sampler path {path!r} is not in era {era.id}",
+                hint="use one of " + ", ".join(sorted(act.sampler.paths)),
+            )
+        return ActivationConstants(
+            era=era.id,
+            vllm_version=era.calibrated_against,
+            dense_hidden_buffers=act.dense_hidden_buffers.value,
+            dense_intermediate_buffers=act.dense_intermediate_buffers.value,
+            moe_buffers_by_tp={int(k): float(v) for k, v in act.moe_buffers_by_tp.values.items()},
+            floor_bytes=int(act.floor_bytes.value),
+            sampler_path=path,
+            sampler_fp32_copies=act.sampler.paths[path].value,
+        )
+
+    def non_torch_constants(
+        self, vllm_version: str, *, engine: Literal["v0", "v1"] = "v1"
+    ) -> NonTorchConstants:
+        era = self.era_for(vllm_version, engine=engine)
+        return NonTorchConstants(
+            era=era.id,
+            vllm_version=era.calibrated_against,
+            base_bytes=int(era.non_torch_base_bytes.value),
+            communicator_bytes_by_world_size=self._communicator_table(),
+        )
+
+    def pre_budget_constants(self) -> PreBudgetConstants:
+        pb = self.pre_budget
+        return PreBudgetConstants(
+            vllm_version=pb.cuda_context_bytes.vllm_version,
+            cuda_context_bytes=int(pb.cuda_context_bytes.value),
+            workspace_bytes=int(pb.workspace_bytes.value),
+            communicator_bytes_by_world_size=self._communicator_table(),
+        )
+
+    def cuda_graph_constants(self) -> CudaGraphConstants:
+        cg = self.cuda_graphs
+        fams = None
+        if cg.families is not None:
+            fams = {
+                name: CudaGraphFamily(
+                    floor_bytes=int(f.floor_bytes.value),
+                    per_token_hidden_layer_bytes=f.per_token_hidden_layer_bytes.value,
+                    per_graph_bytes=int(f.per_graph_bytes.value),
+                )
+                for name, f in cg.families.items()
+            }
+        return CudaGraphConstants(
+            vllm_version=cg.flat_bytes_by_mode.vllm_version,
+            flat_bytes_by_mode={str(k): int(v) for k, v in cg.flat_bytes_by_mode.values.items()},
+            families=fams,
+        )
+
+    def _communicator_table(self) -> dict[int, int]:
+        return {
+            int(k): int(v) for k, v in self.pre_budget.communicator_bytes_by_world_size.values.items()
+        }
+
+
+_VERSION_RE = re.compile(r"^\s*v?(\d+)\.(\d+)(?:\.(\d+))?")
+
+
+def parse_vllm_version(text: str) -> tuple[int, int, int]:
+    """``"0.13.0+faa43dbf.nv26.01"`` → ``(0, 13, 0)``; suffixes (rc, dev, post, local) are ignored."""
+    m = _VERSION_RE.match(str(text))
+    if not m:
+        raise RegistryInvalid(f"not a vLLM version: {text!r}")
+    return int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)
+
+
+def parse_cost_model(mapping: Mapping[str, Any]) -> CostModel:
+    """Validate the parsed ``cost_model.yaml`` mapping into a frozen :class:`CostModel`.
+
+    Raises :class:`vmemplan.errors.RegistryInvalid` (never a pydantic traceback) when a key is
+    missing, unknown, of the wrong type, or a constant lacks its ``source``/``obtained`` text.
+    """
+    if not isinstance(mapping, Mapping):
+        raise RegistryInvalid("cost model registry must be a mapping at the top level")
+    # Top-level keys starting with "x-" hold YAML anchors shared by the eras; they carry no data.
+    data = {k: v for k, v in mapping.items() if not (isinstance(k, str) and k.startswith("x-"))}
+    try:
+        model = CostModel.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ())) or "<root>"
+        raise RegistryInvalid(
+            f"cost model registry invalid at {where}: {first.get('msg', 'invalid')}",
+            hint=f"{exc.error_count()} problem(s); see registry/COST_MODEL.md for the schema",
+        ) from None
+    ids = [e.id for e in model.eras]
+    if len(set(ids)) != len(ids):
+        raise RegistryInvalid("cost model registry has duplicate era ids")
+    return model
