@@ -50,10 +50,10 @@ def available_kv_cache_bytes(
     pre_budget_bytes: int = 0,
 ) -> AvailableKv:
     """KV bytes left under the budget, in the order the selected release computes them."""
+    # In the old peak formulas ("v0_peak", "v0_free_delta") the non-torch figure is every
+    # non-torch byte on the device (CUDA context and communicator included); the cost model's
+    # eras for those releases state it that way, so nothing more is added here.
     non_kv = weights_bytes + activation_peak_bytes + non_torch_bytes
-    if formula == "v0_peak":
-        # The old profiler's peak saw every byte on the device: context and communicator too.
-        non_kv += pre_budget_bytes
     if subtract_cuda_graph or formula == "requested_minus_non_kv_minus_cudagraph":
         non_kv += cuda_graph_estimate_bytes
     return AvailableKv(requested_bytes, non_kv, requested_bytes - non_kv)
