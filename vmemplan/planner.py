@@ -72,7 +72,9 @@ def plan_memory(req: ResolvedRequest) -> MemoryPlan:
     cost = req.registry.cost_model
     engine_kind = rules.engine
     version = req.vllm_version
-    prov: list[Provenance] = []
+    prov: list[Provenance] = [Provenance(
+        "model.config", req.source.path or req.source.model_id, "given",
+        f"{req.source.source} config.json" + (f" ({'; '.join(req.source.notes)})" if req.source.notes else ""))]
     warnings = list(req.warnings)
     width = dtype_bytes(req.dtype)
     tp, pp = req.tensor_parallel_size, req.pipeline_parallel_size
@@ -245,6 +247,7 @@ def plan_memory(req: ResolvedRequest) -> MemoryPlan:
         vllm_version=req.vllm_version, rules_pack=rules.id, engine=engine, defaulted=req.defaulted,
         per_rank=fullest, kv_cache=kv, verdict=verdict, provenance=tuple(prov), warnings=tuple(warnings),
         ranks=tuple(ranks) if pp > 1 else (), parameters=adapter.total_params(),
+        notes=tuple(req.source.notes),
     )
     from vmemplan.render.vllm_log import log_lines
 

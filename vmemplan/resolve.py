@@ -125,7 +125,7 @@ def resolve_with(inputs: PlanInputs, *, registry: Registry, source: ModelSource)
 
     gpu = registry.gpu(inputs.gpu)
     rules, version_warning = registry.rules(inputs.vllm_version)
-    warnings: list[str] = list(source.notes)
+    warnings: list[str] = []
     if version_warning:
         warnings.append(version_warning)
     defaulted: list[str] = []

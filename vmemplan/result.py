@@ -105,6 +105,7 @@ class MemoryPlan:
     ranks: tuple[PerRank, ...] = ()
     parameters: int = 0
     log_lines: tuple[str, ...] = field(default=())
+    notes: tuple[str, ...] = field(default=())
 
     def to_json(self) -> dict[str, Any]:
         per_rank = asdict(self.per_rank)
@@ -124,6 +125,7 @@ class MemoryPlan:
             "provenance": [asdict(p) for p in self.provenance],
             "warnings": list(self.warnings),
             "log_lines": list(self.log_lines),
+            "notes": list(self.notes),
         }
         if self.ranks:
             out["ranks"] = [asdict(r) for r in self.ranks]

@@ -18,6 +18,10 @@ def _g(n: int) -> str:
     return f"{n / GIB:,.2f}"
 
 
+_GLYPHS = {"weights": "█", "non-torch": "▓", "activation peak": "▒", "CUDA graphs": "▚",
+           "KV cache pool": "░", "outside the budget": "·"}
+
+
 def segments(plan: MemoryPlan) -> list[tuple[str, int, str]]:
     """(label, bytes, colour) of one rank's memory, left to right, for the bar and tree."""
     r = plan.per_rank
@@ -45,14 +49,14 @@ def memory_bar(plan: MemoryPlan, width: int = 60) -> RenderableType:
     segs = segments(plan)
     text = Text()
     used_cells = 0
-    for i, (_, n, colour) in enumerate(segs):
+    for i, (label, n, colour) in enumerate(segs):
         cells = round(n / total * width) if i < len(segs) - 1 else max(width - used_cells, 0)
         cells = max(cells, 1) if n > 0 else 0
-        text.append("█" * cells, style=colour)
+        text.append(_GLYPHS.get(label, "█") * cells, style=colour)
         used_cells += cells
     text.append("\n")
     for label, n, colour in segs:
-        text.append("■ ", style=colour)
+        text.append(_GLYPHS.get(label, "■") + " ", style=colour)
         text.append(f"{label} {_g(n)} GiB  ")
     return text
 
@@ -148,6 +152,8 @@ def render_table(plan: MemoryPlan) -> RenderableType:
             f"{name}={e.get(name)}" for name in plan.defaulted), style="dim"))
     for w in plan.warnings:
         parts.append(Text(f"warning: {w}", style="yellow"))
+    for n in plan.notes:
+        parts.append(Text(f"note: {n}", style="dim"))
     parts.append(Text(""))
     parts.append(memory_bar(plan))
     return Group(*parts)
