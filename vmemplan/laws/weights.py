@@ -5,6 +5,13 @@ vLLM measures weights as the torch-allocated bytes gained across ``load_model``
 ``DeviceMemoryProfiler``), so the figure is every parameter tensor the rank holds, at the
 width it is stored in, plus persistent buffers created while the model is built (the rotary
 cos/sin cache).  The adapter states the tensors; this law only prices them.
+
+The figure is what PyTorch's CUDA caching allocator counts as allocated, not the sum of
+tensor sizes: a tensor of 10 MiB or more gets its own segment rounded up to 2 MiB, and when
+the unused tail of that segment is 1 MiB or less the allocator does not split it off, so the
+whole segment is counted (``cuda_allocated_bytes``).  Shapes whose byte size is not a multiple
+of 2 MiB (Qwen's hidden size 3584 = 7 × 512, for instance) therefore load a little heavier than
+their parameter count says; Llama's power-of-two shapes do not.
 """
 
 from __future__ import annotations
@@ -16,15 +23,60 @@ from typing import Protocol
 from vmemplan.model_config import dtype_bytes
 from vmemplan.models.base import WeightTensor
 
-__all__ = ["WeightScheme", "WeightBreakdown", "weight_bytes_per_rank", "parameter_count"]
+__all__ = [
+    "WeightScheme",
+    "WeightBreakdown",
+    "weight_bytes_per_rank",
+    "parameter_count",
+    "cuda_allocated_bytes",
+]
 
 
 class WeightScheme(Protocol):
-    """How a quantization scheme stores a tensor.  Returns None to use the plain width."""
+    """How a quantization scheme stores a tensor.  Returns None to use the plain width.
+
+    A scheme may also offer ``tensor_parts(tensor, model_dtype_bytes)``: the bytes of each
+    separate tensor (packed weight, scales, zero points, ...) of ONE allocation unit of
+    ``tensor`` (``tensor.num_allocations`` units in all), or None for the plain width.  When
+    present it is used, so that each part is rounded as the CUDA allocator rounds it.
+    """
 
     name: str
 
     def tensor_bytes(self, tensor: WeightTensor, model_dtype_bytes: int) -> int | None: ...
+
+
+_MiB = 1 << 20
+_BLOCK = 512  # c10/cuda/CUDACachingAllocator.cpp kMinBlockSize
+_SMALL = _MiB  # kSmallSize: requests up to here come from the small pool
+_MIN_LARGE_ALLOC = 10 * _MiB  # kMinLargeAlloc: from here a request gets its own segment
+_ROUND_LARGE = 2 * _MiB  # kRoundLarge: such segments are rounded up to 2 MiB
+
+
+def cuda_allocated_bytes(nbytes: int) -> int:
+    """Bytes PyTorch's CUDA caching allocator counts as allocated for one fresh tensor.
+
+    Mirrors c10/cuda/CUDACachingAllocator.cpp (``round_size``, ``get_allocation_size``,
+    ``should_split``; default settings, no expandable segments), which vLLM's
+    ``DeviceMemoryProfiler`` reads through ``torch.cuda.max_memory_allocated``
+    (vllm/utils/mem_utils.py, 0.33.0):
+
+    * every request is rounded up to a multiple of 512 bytes;
+    * a request of 10 MiB or more gets a new segment of ``ceil(n / 2 MiB) × 2 MiB``; the
+      block is split only when more than 1 MiB would remain, otherwise the whole segment is
+      the block and counts as allocated;
+    * smaller requests are carved out of shared 2 MiB / 20 MiB segments (the tail case at the
+      end of a shared segment is not modelled: it is at most 1 MiB once per segment).
+
+    Zero-size tensors allocate nothing.
+    """
+    if nbytes <= 0:
+        return 0
+    rounded = -(-nbytes // _BLOCK) * _BLOCK
+    if rounded < _MIN_LARGE_ALLOC:
+        return rounded
+    segment = -(-rounded // _ROUND_LARGE) * _ROUND_LARGE
+    return segment if segment - rounded <= _SMALL else rounded
 
 
 @dataclass(frozen=True)
@@ -36,6 +88,8 @@ class WeightBreakdown:
     parameters: int  # parameter elements on this rank (buffers excluded)
     buffer_bytes: int
     scheme: str  # "bf16", "awq-4bit", ...
+    # the plain sum of tensor sizes, before the allocator's rounding
+    unrounded_bytes: int = 0
 
 
 def parameter_count(tensors: Iterable[WeightTensor]) -> int:
@@ -48,24 +102,42 @@ def weight_bytes_per_rank(
     *,
     model_dtype: str,
     scheme: WeightScheme | None = None,
+    allocator_rounding: bool = False,
 ) -> WeightBreakdown:
     """Sum the bytes of every tensor a rank holds.
 
     Each tensor costs ``rows × cols × count × bytes`` at the model dtype (or its own
     ``dtype``), unless ``scheme`` prices a quantizable tensor differently (packed integers,
     scales, zero points).  Embeddings and norms are never quantized here: vLLM keeps them at
-    the checkpoint width.
+    the checkpoint width.  With ``allocator_rounding`` (pass True to reproduce the logged
+figure; off by default only to keep the plain sum for callers that compare shards) each
+separate tensor —
+    ``tensor.num_allocations`` of them, and each part a scheme lists — is rounded as
+    :func:`cuda_allocated_bytes` says, which is what "Model loading took" measures.
     """
     width = dtype_bytes(model_dtype)
     by_kind: dict[str, int] = {}
     params = 0
     buffers = 0
+    unrounded = 0
+    parts_of = getattr(scheme, "tensor_parts", None) if scheme is not None else None
     for t in tensors:
-        nbytes = None
+        units = max(1, t.num_allocations)
+        parts: list[int] | None = None
         if scheme is not None and (t.quantizable or t.kind in ("expert", "lm_head", "embedding")):
-            nbytes = scheme.tensor_bytes(t, width)
-        if nbytes is None:
-            nbytes = t.elements * (dtype_bytes(t.dtype) if t.dtype else width)
+            if parts_of is not None:
+                named = parts_of(t, width)
+                if named is not None:
+                    parts = [b for _, b in named]
+            else:
+                nbytes_q = scheme.tensor_bytes(t, width)
+                if nbytes_q is not None:
+                    parts = [nbytes_q // units]
+        if parts is None:
+            parts = [t.elements * (dtype_bytes(t.dtype) if t.dtype else width) // units]
+        raw = sum(parts) * units
+        nbytes = (sum(cuda_allocated_bytes(p) for p in parts) * units) if allocator_rounding else raw
+        unrounded += raw
         by_kind[t.kind] = by_kind.get(t.kind, 0) + nbytes
         if t.kind == "buffer":
             buffers += nbytes
@@ -77,4 +149,5 @@ def weight_bytes_per_rank(
         parameters=params,
         buffer_bytes=buffers,
         scheme=scheme.name if scheme is not None else model_dtype,
+        unrounded_bytes=unrounded,
     )

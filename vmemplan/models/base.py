@@ -58,6 +58,16 @@ class WeightTensor:
     dtype: str | None = None
     # full (unsharded) input features, for group-wise quantization scales
     in_features_full: int | None = None
+    # how many separate tensors the ``count`` repetitions are stored in: None means one
+    # tensor per repetition (a per-layer linear); a fused-MoE weight holds all local
+    # experts of a layer in one tensor, so it sets this to the number of layers.
+    allocations: int | None = None
+    # full (unsharded) output features, for per-channel / block scales
+    out_features_full: int | None = None
+
+    @property
+    def num_allocations(self) -> int:
+        return self.allocations if self.allocations is not None else self.count
 
     @property
     def elements(self) -> int:
@@ -89,6 +99,8 @@ class GraphContext:
     num_redundant_experts: int = 0
     prefill_context_parallel_size: int = 1
     mamba_cache_mode: str | None = None  # "none" | "align" | "all"; None = vLLM's default
+    mamba_cache_dtype: str = "auto"  # --mamba-cache-dtype (conv state; "auto" = model dtype)
+    mamba_ssm_cache_dtype: str = "auto"  # --mamba-ssm-cache-dtype ("auto" = the model's default)
     limit_mm_per_prompt: tuple[tuple[str, int], ...] = ()
     skip_mm_profiling: bool = False
     mm_encoder_tp_mode: str = "weights"
@@ -209,9 +221,30 @@ class Adapter:
         with a provenance string.  Default: none."""
         return 0, ""
 
+    def kv_cache_layout(self, ctx: GraphContext) -> str:
+        """The KV cache layout vLLM resolves for this model's backends, as
+        ``PoolContext.kv_cache_layout`` spells it: "auto" (let the pool law decide),
+        "layer_outermost" or "block_outermost".  Mirrors
+        vllm/v1/attention/backends/utils.py::resolve_kv_cache_layout (0.33.0), which
+        takes the backends' declared layouts.  Default: "auto"."""
+        return "auto"
+
     def eplb_bytes(self, ctx: GraphContext) -> int:
         """Bytes of redundant expert copies moved out of the weights figure (EPLB)."""
         return 0
+
+    def eplb_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
+        """The redundant expert copies (EPLB) this rank holds, as tensors to be priced with
+        the checkpoint's quantization scheme; they are left out of ``weight_tensors`` so that
+        weights + EPLB counts every byte once.  Default: none."""
+        return []
+
+    def disables_hybrid_kv_cache_manager(self, ctx: GraphContext, vllm_version: tuple[int, ...] | None = None) -> bool:
+        """Whether vLLM turns the hybrid KV cache manager off for this model on its own
+        (then window / chunked layers are allocated as full attention: pass
+        ``PoolContext(disable_hybrid_kv_cache_manager=True)``).  ``vllm_version`` is the
+        release being predicted (None = 0.33.0).  Default: no."""
+        return False
 
 
 ADAPTERS: dict[str, type[Adapter]] = {}
