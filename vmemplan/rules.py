@@ -496,6 +496,10 @@ class LogFormats(_WithSources):
     kv_memory_suggestion: str | None = None
     kv_memory_suggestion_level: Literal["info", "debug"] | None = None
     chunked_prefill: str | None = None
+    # startup failures, printf form of the release's f-strings (``%s`` = format_gib text)
+    not_enough_kv: str | None = None
+    not_enough_kv_estimate: str | None = None
+    no_kv_memory: str | None = None
     alternates: dict[str, tuple[str, ...]] = Field(default_factory=dict)
 
     @model_validator(mode="after")
