@@ -57,6 +57,7 @@ def _pool_context(req: ResolvedRequest) -> Any:
         hybrid_group_threshold=kv.hybrid_group_threshold,
         tokens_formula=kv.tokens_formula,
         pipeline_parallel_size=req.pipeline_parallel_size,
+        kv_cache_layout=req.adapter.kv_cache_layout(_graph_context(req, 0)),
     )
 
 
@@ -246,8 +247,8 @@ def plan_memory(req: ResolvedRequest) -> MemoryPlan:
         gpu_id=req.gpu.id, gpu_name=req.gpu.name, gpu_total_memory_bytes=total,
         vllm_version=req.vllm_version, rules_pack=rules.id, engine=engine, defaulted=req.defaulted,
         per_rank=fullest, kv_cache=kv, verdict=verdict, provenance=tuple(prov), warnings=tuple(warnings),
-        ranks=tuple(ranks) if pp > 1 else (), parameters=adapter.total_params(),
-        notes=tuple(req.source.notes),
+        ranks=tuple(ranks) if pp > 1 else (), parameters=adapter.total_params(), pool=pool,
+        notes=tuple(req.source.notes) + tuple(req.notes),
     )
     from vmemplan.render.vllm_log import log_lines
 

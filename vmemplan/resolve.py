@@ -80,6 +80,7 @@ class ResolvedRequest:
     defaulted: tuple[str, ...]
     warnings: tuple[str, ...] = field(default=())
     registry: Any = None
+    notes: tuple[str, ...] = field(default=())
 
     @property
     def world_size(self) -> int:
@@ -131,7 +132,11 @@ def resolve_with(inputs: PlanInputs, *, registry: Registry, source: ModelSource)
     defaulted: list[str] = []
     config = ModelConfig.from_dict(source.config)
     adapter = adapter_for(config)
-    warnings.extend(adapter.notes())
+    # The generic fallback is a warning (its figures may be wrong); a family's notes inform.
+    adapter_notes = tuple(adapter.notes())
+    if adapter.fidelity == "generic":
+        warnings.extend(adapter_notes)
+        adapter_notes = ()
 
     def pick(name: str, value: Any, default: Any) -> Any:
         if value is None:
@@ -163,7 +168,7 @@ def resolve_with(inputs: PlanInputs, *, registry: Registry, source: ModelSource)
     pp = pick("pipeline_parallel_size", inputs.pipeline_parallel_size, 1)
     enforce_eager = pick("enforce_eager", inputs.enforce_eager, False)
     prefix = pick("enable_prefix_caching", inputs.enable_prefix_caching,
-                  rules.defaults.enable_prefix_caching.value)
+                  bool(rules.defaults.enable_prefix_caching.value) and adapter.prefix_caching_supported())
     block_size = pick("block_size", inputs.block_size, rules.defaults.block_size.value)
     chunked = bool(rules.defaults.enable_chunked_prefill.value)
     mnbt_default, seqs_default = rules.batch_defaults.for_device(
@@ -185,6 +190,23 @@ def resolve_with(inputs: PlanInputs, *, registry: Registry, source: ModelSource)
     adapter.validate_parallel(GraphContext(tensor_parallel_size=tp, pipeline_parallel_size=pp))
     if pp > config.num_hidden_layers:
         raise UsageError(f"--pipeline-parallel-size {pp} exceeds the {config.num_hidden_layers} layers")
+    # The attention backend decides the cache dtype it runs and the block size it accepts
+    # (vllm/platforms/cuda.py backend selection, Platform.update_block_size_for_backend).
+    backend_ctx = GraphContext(
+        tensor_parallel_size=tp, pipeline_parallel_size=pp, cache_dtype=kv_dtype, model_dtype=dtype,
+        sm_major=gpu.sm_major, max_model_len=int(max_model_len), enable_prefix_caching=bool(prefix),
+        max_num_batched_tokens=int(mnbt), max_num_seqs=int(max_num_seqs),
+    )
+    resolved_kv = adapter.resolve_cache_dtype(backend_ctx, kv_dtype)
+    if resolved_kv != kv_dtype:
+        warnings.append(f"the attention backend runs --kv-cache-dtype {kv_dtype} as {resolved_kv}")
+        kv_dtype = resolved_kv
+        backend_ctx = GraphContext(**{**backend_ctx.__dict__, "cache_dtype": kv_dtype})
+    resolved_block = adapter.resolve_block_size(
+        backend_ctx, user_block_size=inputs.block_size, default=int(block_size))
+    if inputs.block_size is not None and resolved_block != inputs.block_size:
+        warnings.append(f"--block-size {inputs.block_size} becomes {resolved_block}, as vLLM's backend requires")
+    block_size = resolved_block
     return ResolvedRequest(
         inputs=inputs, source=source, config=config, adapter=adapter, gpu=gpu, rules=rules,
         vllm_version=inputs.vllm_version or rules.max_version or rules.min_version,
@@ -193,5 +215,5 @@ def resolve_with(inputs: PlanInputs, *, registry: Registry, source: ModelSource)
         kv_cache_dtype=kv_dtype, tensor_parallel_size=int(tp), pipeline_parallel_size=int(pp),
         enforce_eager=bool(enforce_eager), enable_prefix_caching=bool(prefix),
         kv_cache_memory_bytes=inputs.kv_cache_memory_bytes, defaulted=tuple(defaulted),
-        warnings=tuple(warnings), registry=registry,
+        warnings=tuple(warnings), registry=registry, notes=adapter_notes,
     )

@@ -1,0 +1,534 @@
+"""DeepSeek-V4 and DeepSeek-V4.1: compressed sparse attention with window rings.
+
+Mirrors vllm/models/deepseek_v4/attention.py + compressor.py (V4) and
+vllm/models/deepseek_v41/attention.py + compressor.py + nvidia/model.py +
+nvidia/flash_mla_mega_attn.py (V4.1), and vllm/v1/attention/backends/mla/sparse_swa.py::
+DeepseekV4SWACache (0.33.0).
+
+Caches per layer (``compress_ratios[i]``; 0 = window only):
+
+* every layer: a sliding-window ring (``SlidingWindowMLASpec``) of packed records;
+* V4: layers with ratio > 1 own a compressed cache (``MLAAttentionSpec`` with
+  ``tokens_per_state = ratio``) and a compressor-state ring; ratio-4 layers also an
+  indexer K cache and the indexer compressor's state ring;
+* V4.1: only ``kv_source_layer_ids`` own the compressed cache, the indexer K cache
+  and (ratio 2) a compressor-state circular buffer; other layers read those sources;
+* the drafter's layers (DSpark for V4.1, MTP for V4) add window rings only while
+  speculating.
+
+Records by chip and cache dtype: V4 and V4.1 off SM100 store 584-byte records in pages
+aligned to 576 bytes; V4.1 on SM100 528-byte MXFP8 records (512-byte alignment), and
+with ``nvfp4_ds_mla`` (the mega-attention default) 288-byte compressed records.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from vmemplan.errors import UsageError
+from vmemplan.models.base import Adapter, GraphContext, WeightTensor, register
+from vmemplan.models.deepseek import moe_expert_tensors
+from vmemplan.models.dense import pad_vocab, pp_layer_range
+
+__all__ = ["DeepseekV4", "DeepseekV41", "compress_ratios", "mega_attention_serves", "prefill_workspace_bytes"]
+
+MIB = 1 << 20
+WV_GROUP_SIZE = 8  # vllm/models/deepseek_v41/common/ops/fused_layout.py
+SPARSE_INDEXER_MAX_LOGITS_BYTES = 512 * MIB  # envs.VLLM_SPARSE_INDEXER_MAX_LOGITS_MB
+RADIX_TOPK_WORKSPACE_BYTES = 1 * MIB  # vllm/model_executor/layers/indexer_topk.py
+PREFILL_CHUNK_SIZE = 4  # DeepseekV4Attention.PREFILL_CHUNK_SIZE
+SPARSE_MLA_PREFILL_WORKSPACE_FACTOR = 5  # AttentionConfig.sparse_mla_prefill_workspace_factor
+
+
+def compress_ratios(text: Any) -> list[int]:
+    """Per-layer compress ratios, drafter layers included (0 = window only).
+
+    Mirrors vllm/transformers_utils/deepseek_v4_utils.py::get_compress_ratios (0.33.0):
+    the legacy ``compress_ratios`` list, else ``compress_rates[layer_type]`` per layer
+    plus zeros for the next-n layers."""
+    ratios = text.get("compress_ratios")
+    if isinstance(ratios, list):
+        return [int(r) for r in ratios]
+    rates = text.get("compress_rates")
+    types = text.get("layer_types")
+    if isinstance(rates, dict) and isinstance(types, list):
+        return [int(rates.get(t, 0)) for t in types] + [0] * int(text.get("num_nextn_predict_layers", 0) or 0)
+    return []
+
+
+def mega_attention_serves(num_heads: int, o_groups: int, tp: int) -> bool:
+    """Whether FlashMLA mega attention takes a V4.1 layer: SM100 only (checked by the
+    caller), and TP must leave exactly ``WV_GROUP_SIZE`` (8) heads per ``wo_a`` group.
+    Mirrors DeepseekV4MegaAttnAttention.is_available_for (0.33.0)."""
+    if num_heads % tp or o_groups % tp:
+        return False
+    local_heads, local_groups = num_heads // tp, o_groups // tp
+    if not local_groups or local_heads % WV_GROUP_SIZE:
+        return False
+    return local_heads // local_groups == WV_GROUP_SIZE
+
+
+def _round_up(x: int, m: int) -> int:
+    return -(-x // m) * m
+
+
+def prefill_workspace_bytes(
+    *, ratio: int, max_model_len: int, window: int, max_num_batched_tokens: int, head_dim: int, index_topk: int
+) -> int:
+    """The bf16 KV-gather workspace one attention layer reserves in the profile run, with
+    its top-k index buffers: ``4 × (cdiv(L, r) + window + T) × head_dim`` bf16 values,
+    ``T × round_up(topk + window, 128)`` int32 and ``T`` int32 (no compressed part and no
+    top-k for window-only layers).  Mirrors DeepseekV4FlashMLAAttention.forward_mqa's
+    dummy-run branch (vllm/models/deepseek_v41/nvidia/flashmla.py, 0.33.0)."""
+    n = 0 if ratio == 0 else -(-max_model_len // ratio)
+    m = n + window + max_num_batched_tokens
+    topk = 0 if ratio == 0 else index_topk
+    combined = _round_up(topk + window, 128)
+    return (
+        PREFILL_CHUNK_SIZE * m * head_dim * 2
+        + max_num_batched_tokens * combined * 4
+        + max_num_batched_tokens * 4
+    )
+
+
+def indexer_workspace_bytes(*, ratio: int, max_model_len: int, index_head_dim: int) -> int:
+    """The indexer's K-gather workspace in the profile run: ``get_max_prefill_buffer_size
+    // ratio`` entries (``L × (576·2 // 132) × factor`` = 40 L at factor 5) of fp8 values
+    plus a 4-byte scale, and the radix top-k workspace.  Mirrors
+    vllm/model_executor/layers/sparse_attn_indexer.py (profile branch) and
+    vllm/v1/attention/backends/mla/indexer.py::get_max_prefill_buffer_size (0.33.0)."""
+    total = max_model_len * (576 * 2 // 132) * SPARSE_MLA_PREFILL_WORKSPACE_FACTOR // ratio
+    return total * index_head_dim + total * 4 + RADIX_TOPK_WORKSPACE_BYTES
+
+
+@register
+class DeepseekV4(Adapter):
+    """DeepSeek-V4 (``DeepseekV4ForCausalLM``): Flash and Pro."""
+
+    architectures = ("DeepseekV4ForCausalLM",)
+    family = "moe"
+    is_v41 = False
+
+    # -- config ---------------------------------------------------------------------
+    def _t(self, key: str, default: Any = None) -> Any:
+        value = self.config.text.get(key, default)
+        if value is None:
+            raise UsageError(f"config.json lacks {key!r}, which the DeepSeek-V4 graph needs")
+        return value
+
+    @property
+    def head_dim(self) -> int:
+        return int(self._t("head_dim", 512))
+
+    @property
+    def window(self) -> int:
+        return int(self._t("sliding_window", 128))
+
+    @property
+    def ratios(self) -> list[int]:
+        return compress_ratios(self.config.text)
+
+    def ratio(self, layer: int) -> int:
+        """The stored ratio of ``layer`` as vLLM's attention reads it: V4 takes
+        ``max(1, rate)`` on the backbone and 1 on MTP layers; V4.1 the raw list (0 past
+        its end)."""
+        ratios = self.ratios
+        raw = ratios[layer] if layer < len(ratios) else 0
+        if self.is_v41:
+            return raw
+        return max(1, raw) if layer < self.config.num_hidden_layers else 1
+
+    def num_draft_layers(self, ctx: GraphContext) -> int:
+        method = (ctx.speculative_method or "").lower()
+        if ctx.num_speculative_tokens <= 0:
+            return 0
+        wanted = ("dspark",) if self.is_v41 else ("mtp", "deepseek_mtp", "eagle")
+        if method not in wanted:
+            return 0
+        return int(self.config.text.get("num_nextn_predict_layers", 0) or 0)
+
+    def validate_parallel(self, ctx: GraphContext) -> None:
+        tp = ctx.tensor_parallel_size
+        heads = self.config.num_attention_heads
+        groups = int(self._t("o_groups", 1))
+        if heads % tp or groups % tp:
+            raise UsageError(
+                f"--tensor-parallel-size {tp} must divide the {heads} attention heads and the {groups} output groups",
+                hint=f"use a divisor of {math.gcd(heads, groups)}",
+            )
+
+    @property
+    def intermediate_size(self) -> int:
+        return int(self.config.text.get("moe_intermediate_size") or self.config.intermediate_size)
+
+    def derived_max_model_len(self) -> int:
+        # The YaRN factor already spans max_position_embeddings (16 × 65,536 = 1,048,576).
+        return self.config.max_position_embeddings
+
+    # -- backend facts ----------------------------------------------------------------
+    def sm100(self, ctx: GraphContext) -> bool:
+        return ctx.sm_major == 10
+
+    def resolve_cache_dtype(self, ctx: GraphContext, cache_dtype: str) -> str:
+        """V4's FlashMLA path stores every fp8 (and ``auto``) cache as ``fp8_ds_mla``
+        (vllm/models/deepseek_v4/attention.py::_resolve_dsv4_kv_cache_dtype, 0.33.0)."""
+        if cache_dtype == "auto" or cache_dtype.startswith("fp8"):
+            return "fp8_ds_mla"
+        raise UsageError(
+            f"DeepSeek-V4's FlashMLA layout only takes an fp8 cache, not {cache_dtype}",
+            hint="use --kv-cache-dtype fp8 (or auto)",
+        )
+
+    def kernel_block_size(self, ctx: GraphContext) -> int:
+        """Kernel block of the compressed caches: 256 (DeepseekV4SparseMLABackend and
+        DeepseekV4IndexerBackend, 0.33.0)."""
+        return 256
+
+    def resolve_block_size(self, ctx: GraphContext, *, user_block_size: int | None, default: int) -> int:
+        """The smallest size every backend takes (Platform._preferred_block_size_for_backends):
+        the sparse MLA and indexer kernel block; the window rings keep their own block."""
+        kernel = self.kernel_block_size(ctx)
+        if user_block_size is None:
+            return kernel
+        if user_block_size % kernel:
+            raise UsageError(
+                f"--block-size {user_block_size} is not a multiple of {kernel}, which "
+                f"{self.config.architecture}'s sparse attention kernels need",
+                hint=f"use {kernel} or a multiple of it",
+            )
+        return user_block_size
+
+    def kv_cache_layout(self, ctx: GraphContext) -> str:
+        """The DeepSeek-V4 indexer backend declares only BLHNC / BLNHC (block outermost):
+        vllm/v1/attention/backends/mla/indexer.py::DeepseekV4IndexerBackend (0.33.0)."""
+        return "block_outermost"
+
+    def _resolved(self, ctx: GraphContext) -> str:
+        dtype = ctx.cache_dtype
+        if dtype in ("fp8_ds_mla", "nvfp4_ds_mla"):
+            return self.resolve_cache_dtype(ctx, dtype) if self.is_v41 else dtype
+        return self.resolve_cache_dtype(ctx, dtype)
+
+    def _stage_layers(self, ctx: GraphContext) -> list[int]:
+        start, end = pp_layer_range(self.config.num_hidden_layers, ctx.pipeline_parallel_size, ctx.pipeline_rank)
+        layers = list(range(start, end))
+        if ctx.pipeline_rank == ctx.pipeline_parallel_size - 1:
+            base = self.config.num_hidden_layers
+            layers += [base + j for j in range(self.num_draft_layers(ctx))]
+        return layers
+
+    # -- KV cache -------------------------------------------------------------------
+    def kv_cache_specs(self, ctx: GraphContext) -> dict[str, Any]:
+        """V4: per layer, in vLLM's registration order, the indexer K cache and its
+        compressor ring (ratio 4), the 64-token window ring, the compressed cache and the
+        compressor ring (ratio > 1).  Mirrors DeepseekV4Attention / DeepseekV4IndexerCache /
+        CompressorStateCache.get_kv_cache_spec and DeepseekV4SWACache (0.33.0)."""
+        from vmemplan.laws.kv_specs import MLAAttentionSpec, SlidingWindowMLASpec
+
+        dtype = self._resolved(ctx)
+        block = ctx.block_size
+        index_dim = int(self._t("index_head_dim", 128))
+        record = 584
+        specs: dict[str, Any] = {}
+        for i in self._stage_layers(ctx):
+            r = self.ratio(i)
+            p = f"model.layers.{i}.attn"
+            if r == 4:
+                specs[f"{p}.indexer.k_cache"] = MLAAttentionSpec(
+                    block_size=block, head_size=index_dim + index_dim // 128 * 4, cache_dtype="uint8",
+                    dtype_bytes=1, compress_ratio=4, alignment=576, cache_role="indexer",
+                )
+                specs[f"{p}.indexer.compressor.state_cache"] = SlidingWindowMLASpec(
+                    block_size=4, head_size=2 * 2 * index_dim, cache_dtype="float32", dtype_bytes=4,
+                    sliding_window=8, alignment=576,
+                )
+            specs[f"{p}.swa_cache"] = SlidingWindowMLASpec(
+                block_size=64, head_size=self.head_dim, cache_dtype=dtype, dtype_bytes=1,
+                sliding_window=self.window, model_version="deepseek_v4", alignment=576,
+                state_content_bytes=record,
+            )
+            if r > 1:
+                specs[p] = MLAAttentionSpec(
+                    block_size=block, head_size=self.head_dim, cache_dtype=dtype, dtype_bytes=1,
+                    compress_ratio=r, model_version="deepseek_v4", alignment=576, state_content_bytes=record,
+                )
+                coff = 2 if r == 4 else 1
+                specs[f"{p}.compressor.state_cache"] = SlidingWindowMLASpec(
+                    block_size=4 if r == 4 else 8, head_size=2 * coff * self.head_dim, cache_dtype="float32",
+                    dtype_bytes=4, sliding_window=coff * r, alignment=576,
+                )
+        return specs
+
+    # -- profile-time buffers --------------------------------------------------------------
+    def _index_source_ratios(self, layers: list[int]) -> list[int]:
+        return [self.ratio(i) for i in layers if self.ratio(i) == 4]
+
+    def _has_candidates(self) -> bool:
+        return False
+
+    def extra_activation_bytes(self, ctx: GraphContext, *, max_num_batched_tokens: int,
+                               max_num_seqs: int) -> tuple[int, str]:
+        """Buffers the model's own code holds at the profile peak (vLLM's profiler counts
+        them before the KV cache is sized):
+
+        * the prefill workspaces, one per workspace lane at its largest request: the
+          backbone's (the larger of an attention layer's gather workspace and an
+          indexer's K-gather workspace) and, while speculating, the drafter's;
+        * the indexer's 512 MiB logits stand-in;
+        * the shared top-k index buffer ``T × index_topk`` int32 (one more for the
+          drafter), the candidate-block buffer ``T × candidate_topk_blocks`` int32 (V4.1),
+          and while speculating the drafter's hidden-state buffer ``T × hc_mult × hidden``
+          in the model dtype;
+        * the plain and YaRN rotary caches, ``max_position_embeddings × rope_dim`` fp32
+          each, whatever the context bound.
+
+        Mirrors DeepseekV4Model.__init__ (topk / candidate / _mtp_hidden_buffer),
+        the FlashMLA dummy-run reservation and SparseAttnIndexer's profile branch (0.33.0).
+        """
+        from vmemplan.model_config import dtype_bytes
+
+        text = self.config.text
+        L, T, W = ctx.max_model_len, max_num_batched_tokens, self.window
+        topk = int(self._t("index_topk", 512))
+        index_dim = int(self._t("index_head_dim", 128))
+        n = self.config.num_hidden_layers
+        backbone = list(range(n))
+        draft = [n + j for j in range(self.num_draft_layers(ctx))]
+        parts: list[tuple[str, int]] = []
+
+        def attn_ws(r: int) -> int:
+            return prefill_workspace_bytes(ratio=r, max_model_len=L, window=W, max_num_batched_tokens=T,
+                                           head_dim=self.head_dim, index_topk=topk)
+
+        main = max(attn_ws(self.ratio(i)) for i in backbone)
+        index_ratios = self._index_source_ratios(backbone)
+        if index_ratios:
+            main = max(main, max(indexer_workspace_bytes(ratio=r, max_model_len=L, index_head_dim=index_dim)
+                                 for r in index_ratios))
+        parts.append(("prefill workspace", main))
+        if draft:
+            parts.append(("drafter prefill workspace", max(attn_ws(self.ratio(i)) for i in draft)))
+        if index_ratios:
+            parts.append(("indexer logits", SPARSE_INDEXER_MAX_LOGITS_BYTES))
+        parts.append(("top-k indices", T * topk * 4 * (2 if draft else 1)))
+        if self._has_candidates():
+            parts.append(("candidate blocks", T * int(text.get("candidate_topk_blocks", 0)) * 4))
+        if draft:
+            hc = int(text.get("hc_mult", 1) or 1)
+            parts.append(("drafter hidden states", T * hc * self.config.hidden_size * dtype_bytes(ctx.model_dtype)))
+        rope_dim = int(self._t("qk_rope_head_dim", 64))
+        parts.append(("rotary caches", 2 * self.config.max_position_embeddings * rope_dim * 4))
+        total = sum(b for _, b in parts)
+        prov = "DeepSeek-V4 model buffers: " + ", ".join(f"{k} {b / MIB:.0f} MiB" for k, b in parts)
+        return total, prov
+
+    # -- weights (approximate) --------------------------------------------------------
+    def _owns_compressor(self, layer: int) -> bool:
+        return self.ratio(layer) > 1
+
+    def _indexer_layers(self, layers: list[int]) -> list[int]:
+        return [i for i in layers if self.ratio(i) == 4]
+
+    def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
+        """Per-rank tensors of the backbone (and drafter layers while speculating).
+
+        Attention (DeepseekV4Attention): replicated ``fused_wqa_wkv`` (``hidden ->
+        q_lora_rank + head_dim``), ``q_norm``, ``kv_norm``, column-parallel ``wq_b`` and
+        grouped ``wo_a``, row-parallel ``wo_b``, fp32 attention sinks.  Compressors
+        (replicated, unquantized ``fused_wkv_wgate`` and a norm), indexers (replicated
+        ``wq_b`` quantized, ``weights_proj`` unquantized), MoE on every layer with one
+        shared expert, and the hyper-connection mixers (fp32).  Engram tables and the
+        vision tower of V4.1 are not modelled (see :meth:`notes`).
+        """
+        cfg = self.config
+        text = cfg.text
+        tp = ctx.tensor_parallel_size
+        h = cfg.hidden_size
+        heads = cfg.num_attention_heads
+        hd = self.head_dim
+        q_lora = int(self._t("q_lora_rank"))
+        o_lora = int(self._t("o_lora_rank"))
+        groups = int(self._t("o_groups"))
+        layers = self._stage_layers(ctx)
+        n = len(layers)
+        first = ctx.pipeline_rank == 0
+        last = ctx.pipeline_rank == ctx.pipeline_parallel_size - 1
+        vocab_rows = pad_vocab(cfg.vocab_size) // tp
+        out: list[WeightTensor] = []
+        if first:
+            out.append(WeightTensor("model.embed_tokens", "embedding", vocab_rows, h))
+        if n:
+            out += [
+                WeightTensor("attn.fused_wqa_wkv", "linear", q_lora + hd, h, n, True, in_features_full=h),
+                WeightTensor("attn.q_norm", "norm", q_lora, 1, n),
+                WeightTensor("attn.kv_norm", "norm", hd, 1, n),
+                WeightTensor("attn.wq_b", "linear", heads // tp * hd, q_lora, n, True, in_features_full=q_lora),
+                WeightTensor("attn.wo_a", "linear", groups * o_lora // tp, heads * hd // groups, n, True,
+                             in_features_full=heads * hd // groups),
+                WeightTensor("attn.wo_b", "linear", h, groups * o_lora // tp, n, True, in_features_full=groups * o_lora),
+                WeightTensor("attn.attn_sink", "norm", heads // tp, 1, n, dtype="float32"),
+            ]
+            comp = [i for i in layers if self._owns_compressor(i)]
+            for i in comp:
+                gate = 2 if (self.ratio(i) > 1) else 1
+                coff = 2 if self.ratio(i) == 4 else 1
+                out.append(WeightTensor("attn.compressor.fused_wkv_wgate", "linear", gate * coff * hd, h, 1, False))
+                out.append(WeightTensor("attn.compressor.norm", "norm", hd, 1, 1))
+            idx = self._indexer_layers(layers)
+            if idx:
+                ih, idim = int(self._t("index_n_heads", 64)), int(self._t("index_head_dim", 128))
+                out += [
+                    WeightTensor("attn.indexer.wq_b", "linear", ih * idim, q_lora, len(idx), True,
+                                 in_features_full=q_lora),
+                    WeightTensor("attn.indexer.weights_proj", "linear", ih, h, len(idx), False),
+                ]
+            experts = int(self._t("n_routed_experts"))
+            moe_inter = int(self._t("moe_intermediate_size"))
+            out.append(WeightTensor("ffn.gate", "router", experts, h, n))
+            out.append(WeightTensor("ffn.gate.bias", "router", experts, 1, n, dtype="float32"))
+            shared = int(text.get("n_shared_experts") or 0)
+            if shared:
+                si = moe_inter * shared
+                out += [
+                    WeightTensor("ffn.shared_experts.gate_up_proj", "linear", 2 * si // tp, h, n, True,
+                                 in_features_full=h),
+                    WeightTensor("ffn.shared_experts.down_proj", "linear", h, si // tp, n, True, in_features_full=si),
+                ]
+            out += moe_expert_tensors("ffn.experts", num_experts=experts, hidden=h, inter=moe_inter,
+                                      num_layers=n, ctx=ctx)
+            hc = int(text.get("hc_mult", 1) or 1)
+            if hc > 1:
+                mix = (2 + hc) * hc
+                out.append(WeightTensor("hc_attn_fn+hc_ffn_fn", "norm", mix, hc * h, 2 * n, dtype="float32"))
+            out.append(WeightTensor("attn_norm+ffn_norm", "norm", h, 1, 2 * n))
+        if last:
+            out.append(WeightTensor("model.norm", "norm", h, 1))
+            out.append(WeightTensor("lm_head", "lm_head", vocab_rows, h))
+        return out
+
+    def notes(self) -> tuple[str, ...]:
+        return (
+            "DeepSeek-V4 weights are approximate: hyper-connection mixers and compressor details "
+            "are sized from the config, not checked against a load log",
+        )
+
+
+@register
+class DeepseekV41(DeepseekV4):
+    """DeepSeek-V4.1 (``DeepseekV41ForCausalLM``): Flash."""
+
+    architectures = ("DeepseekV41ForCausalLM",)
+    is_v41 = True
+
+    def kv_sources(self) -> tuple[int, ...]:
+        return tuple(int(x) for x in self.config.text.get("kv_source_layer_ids") or ())
+
+    def index_sources(self) -> tuple[int, ...]:
+        return tuple(int(x) for x in self.config.text.get("index_source_layer_ids") or ())
+
+    def uses_mega_attention(self, ctx: GraphContext) -> bool:
+        """The SM100 default when TP leaves eight heads per output group
+        (vllm/models/deepseek_v41/nvidia/model.py::_select_dsv4_attn_cls, 0.33.0)."""
+        return self.sm100(ctx) and mega_attention_serves(
+            self.config.num_attention_heads, int(self._t("o_groups")), ctx.tensor_parallel_size
+        )
+
+    def resolve_cache_dtype(self, ctx: GraphContext, cache_dtype: str) -> str:
+        """``auto`` / ``fp8`` become the packed record the layer's kernel prefers:
+        ``nvfp4_ds_mla`` under mega attention, else ``fp8_ds_mla``.  Explicit packed
+        names are kept; ``nvfp4_ds_mla`` needs SM100.  16-bit caches need the FlashInfer
+        backend, which vmemplan does not select.  Mirrors
+        vllm/models/deepseek_v41/attention.py::_resolve_dsv4_kv_cache_dtype (0.33.0)."""
+        if cache_dtype in ("auto", "fp8"):
+            return "nvfp4_ds_mla" if self.uses_mega_attention(ctx) else "fp8_ds_mla"
+        if cache_dtype == "fp8_ds_mla":
+            return cache_dtype
+        if cache_dtype == "nvfp4_ds_mla":
+            if not self.sm100(ctx):
+                raise UsageError("nvfp4_ds_mla needs the V4.1 records, which FlashMLA decodes only on SM100",
+                                 hint="use --kv-cache-dtype fp8")
+            return cache_dtype
+        raise UsageError(
+            f"DeepSeek-V4.1's packed KV layouts only take an fp8 cache, not {cache_dtype}",
+            hint="use --kv-cache-dtype fp8 (or auto)",
+        )
+
+    def kernel_block_size(self, ctx: GraphContext) -> int:
+        """64 on Hopper, 128 elsewhere (DeepseekV41 FlashMLA sparse and indexer backends,
+        vllm/models/deepseek_v41/sparse_mla.py, 0.33.0); the window backend's
+        ``MultipleOf(32)`` divides both."""
+        return 64 if (ctx.sm_major or 9) == 9 else 128
+
+    def kv_cache_specs(self, ctx: GraphContext) -> dict[str, Any]:
+        """Per layer, in registration order: the compressed cache and indexer K cache on kv
+        sources, the 32-token window ring on every layer, and the ratio-2 kv sources'
+        compressor-state circular buffer.  Mirrors DeepseekV4Attention.get_kv_cache_spec,
+        DeepseekV4IndexerCache.get_kv_cache_spec (vllm/models/deepseek_v41/attention.py),
+        DeepseekV4SWACache.get_kv_cache_spec and CompressorStateCache.get_kv_cache_spec
+        (vllm/models/deepseek_v41/compressor.py) (0.33.0)."""
+        from vmemplan.laws.kv_specs import (
+            CircularBufferSpec,
+            MLAAttentionSpec,
+            SlidingWindowMLASpec,
+            compressor_state_block_size,
+            deepseek_v4_page_alignment,
+            deepseek_v4_record_bytes,
+        )
+
+        dtype = self._resolved(ctx)
+        sm100 = self.sm100(ctx)
+        swa_bytes = deepseek_v4_record_bytes(dtype, sm100=sm100, role="window")
+        comp_bytes = deepseek_v4_record_bytes(dtype, sm100=sm100, role="compressed")
+        align = deepseek_v4_page_alignment(sm100=sm100)
+        swa_stride = math.lcm(swa_bytes, comp_bytes) if sm100 else None
+        index_dim = int(self._t("index_head_dim", 128))
+        kv_src, idx_src = set(self.kv_sources()), set(self.index_sources())
+        n = self.config.num_hidden_layers
+        ring_block = compressor_state_block_size(ctx.num_speculative_tokens)
+        specs: dict[str, Any] = {}
+        for i in self._stage_layers(ctx):
+            r = self.ratio(i)
+            p = f"model.layers.{i}.attn"
+            owner = i < n and i in kv_src
+            if owner:
+                specs[p] = MLAAttentionSpec(
+                    block_size=ctx.block_size, head_size=self.head_dim, cache_dtype=dtype, dtype_bytes=1,
+                    compress_ratio=r, model_version="deepseek_v4", alignment=align, state_content_bytes=comp_bytes,
+                )
+                if i in idx_src:
+                    specs[f"{p}.indexer.k_cache"] = MLAAttentionSpec(
+                        block_size=ctx.block_size, head_size=index_dim + index_dim // 128 * 4, cache_dtype="uint8",
+                        dtype_bytes=1, compress_ratio=r, alignment=align, cache_role="indexer",
+                    )
+            specs[f"{p}.swa_cache"] = SlidingWindowMLASpec(
+                block_size=32, head_size=self.head_dim, cache_dtype=dtype, dtype_bytes=1,
+                sliding_window=self.window, model_version="deepseek_v4", alignment=align,
+                state_content_bytes=swa_bytes, block_stride_alignment=swa_stride,
+            )
+            if owner and r > 1:
+                specs[f"{p}.compressor.state_cache"] = CircularBufferSpec(
+                    block_size=ring_block, num_kv_heads=1, head_size=2 * self.head_dim, cache_dtype="float32",
+                    dtype_bytes=4, head_size_v=0,
+                )
+        return specs
+
+    def _index_source_ratios(self, layers: list[int]) -> list[int]:
+        idx = set(self.index_sources())
+        return [self.ratio(i) for i in layers if i in idx and self.ratio(i) > 0]
+
+    def _has_candidates(self) -> bool:
+        text = self.config.text
+        return int(text.get("candidate_source_layer_id", -1)) >= 0 and int(text.get("candidate_topk_blocks", 0)) > 0
+
+    def _owns_compressor(self, layer: int) -> bool:
+        return layer < self.config.num_hidden_layers and layer in set(self.kv_sources())
+
+    def _indexer_layers(self, layers: list[int]) -> list[int]:
+        idx = set(self.index_sources())
+        return [i for i in layers if i in idx]
+
+    def notes(self) -> tuple[str, ...]:
+        return super().notes() + (
+            "DeepSeek-V4.1 engram tables and vision tower are not counted in the weights",
+        )
