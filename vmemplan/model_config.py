@@ -31,6 +31,19 @@ def dtype_bytes(name: str) -> int:
     return DTYPE_BYTES[key]
 
 
+def _with_library_defaults(raw: Mapping[str, Any]) -> Mapping[str, Any]:
+    """Fill the keys that transformers' config classes default and some released configs
+    omit (Gemma-3's multimodal configs leave out vocab_size and the window pattern), so vmemplan
+    sees what vLLM sees.  Only families with such omissions are listed."""
+    text = raw.get("text_config") if isinstance(raw.get("text_config"), Mapping) else raw
+    model_type = str(text.get("model_type") or raw.get("model_type") or "")
+    if model_type.startswith("gemma3"):
+        from vmemplan.models.windowed import gemma3_text_defaults
+
+        return gemma3_text_defaults(raw)
+    return raw
+
+
 def _first(d: Mapping[str, Any], *keys: str) -> Any:
     for k in keys:
         if k in d and d[k] is not None:
@@ -87,6 +100,7 @@ class ModelConfig:
         """Validate and normalise.  Raises :class:`ModelConfigError` naming the missing key."""
         if not isinstance(raw, Mapping):
             raise ModelConfigError("config.json must be a JSON object")
+        raw = _with_library_defaults(raw)
         archs = raw.get("architectures")
         if archs is not None and (
             not isinstance(archs, list) or not all(isinstance(a, str) for a in archs)

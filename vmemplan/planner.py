@@ -53,12 +53,25 @@ def _pool_context(req: ResolvedRequest) -> Any:
     return PoolContext(
         max_model_len=req.max_model_len,
         max_num_batched_tokens=req.max_num_batched_tokens,
-        async_scheduling=bool(req.rules.defaults.async_scheduling.value),
+        # window/chunked admission reserves every batch in flight only from 0.33
+        async_scheduling=bool(req.rules.defaults.async_scheduling.value)
+        and kv.window_in_flight == "max_concurrent_batches",
+        disable_hybrid_kv_cache_manager=req.adapter.disables_hybrid_kv_cache_manager(
+            _graph_context(req, 0), _version_tuple(req.vllm_version)),
         hybrid_group_threshold=kv.hybrid_group_threshold,
         tokens_formula=kv.tokens_formula,
         pipeline_parallel_size=req.pipeline_parallel_size,
         kv_cache_layout=req.adapter.kv_cache_layout(_graph_context(req, 0)),
     )
+
+
+def _version_tuple(version: str) -> tuple[int, ...] | None:
+    from vmemplan.rules import parse_version
+
+    try:
+        return parse_version(version)
+    except Exception:  # a version the rules packs accepted parses; stay safe
+        return None
 
 
 def plan_memory(req: ResolvedRequest) -> MemoryPlan:

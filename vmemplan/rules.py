@@ -448,6 +448,9 @@ class KvCacheRules(_WithSources):
     num_blocks_rule: Literal["budget_div_cache_block_bytes", "budget_div_page_div_group_size"]
     tokens_times_context_parallel: bool = False
     cpu_swap_blocks: bool = False
+    # how many scheduled batches a window/chunked layer's admission reserve covers:
+    # one batch of max_num_batched_tokens before 0.33, every batch in flight from 0.33
+    window_in_flight: Literal["one_batch", "max_concurrent_batches"] = "one_batch"
 
 
 # --------------------------------------------------------------------------------------

@@ -54,7 +54,6 @@ class LlamaLike(Adapter):
 
     architectures = (
         "LlamaForCausalLM",
-        "MistralForCausalLM",
         "Phi3ForCausalLM",
         "InternLM3ForCausalLM",
     )
