@@ -97,7 +97,7 @@ def plan_memory(req: ResolvedRequest) -> MemoryPlan:
     stages = []
     for stage in range(pp):
         ctx = _graph_context(req, stage)
-        wb = weight_bytes_per_rank(adapter.weight_tensors(ctx), model_dtype=req.dtype)
+        wb = weight_bytes_per_rank(adapter.weight_tensors(ctx), model_dtype=req.dtype, allocator_rounding=True)
         stages.append((ctx, wb))
     prov.append(Provenance("weights_bytes", max(w.total_bytes for _, w in stages), "exact",
                            f"{adapter.__class__.__name__} tensors at {req.dtype}, sharded over tp={tp}, pp={pp} "
