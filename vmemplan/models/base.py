@@ -246,6 +246,15 @@ class Adapter:
         release being predicted (None = 0.33.0).  Default: no."""
         return False
 
+    def multimodal_profile(self, ctx: GraphContext, *, hidden_buffers: float = 3.0,
+                           intermediate_buffers: float = 3.0) -> Any:
+        """The multimodal encoder's part of the profile run (a
+        :class:`vmemplan.laws.multimodal.MmProfile`: encoder budget, encoder activation
+        estimate, encoder-cache bytes held through the language-model step), or None for a
+        text-only model.  ``*_buffers`` are the activation model's per-token buffer counts.
+        Vision adapters get it from :class:`vmemplan.models.multimodal.VisionEncoderMixin`."""
+        return None
+
 
 ADAPTERS: dict[str, type[Adapter]] = {}
 
