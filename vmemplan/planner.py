@@ -43,7 +43,33 @@ def _graph_context(req: ResolvedRequest, pp_rank: int) -> GraphContext:
         enable_prefix_caching=req.enable_prefix_caching,
         max_num_batched_tokens=req.max_num_batched_tokens,
         max_num_seqs=req.max_num_seqs,
+        **_mm_spec_fields(req),
     )
+
+
+def _mm_spec_fields(req: ResolvedRequest) -> dict[str, Any]:
+    """The multimodal and speculative-decoding fields of a GraphContext."""
+    spec = getattr(req, "speculative", None)
+    return {
+        "limit_mm_per_prompt": getattr(req, "limit_mm_per_prompt", ()),
+        "skip_mm_profiling": getattr(req, "skip_mm_profiling", False),
+        "mm_encoder_tp_mode": getattr(req, "mm_encoder_tp_mode", "weights"),
+        "num_speculative_tokens": spec.num_speculative_tokens if spec is not None else 0,
+        "speculative_method": spec.method if spec is not None else None,
+        "speculative_model_config": getattr(req, "draft_config", None),
+    }
+
+
+def _drafter(req: ResolvedRequest, ctx: GraphContext) -> tuple[list[Any], dict[str, Any]]:
+    """The drafter's weight tensors and KV specs on this rank (vmemplan/laws/speculative.py)."""
+    from vmemplan.laws import speculative as spec_law
+
+    spec = getattr(req, "speculative", None)
+    if spec is None:
+        return [], {}
+    draft = getattr(req, "draft_config", None)
+    return (spec_law.drafter_weight_tensors(spec, req.config, ctx, draft),
+            spec_law.drafter_kv_specs(spec, req.config, ctx, draft))
 
 
 def _pool_context(req: ResolvedRequest) -> Any:
@@ -62,7 +88,16 @@ def _pool_context(req: ResolvedRequest) -> Any:
         tokens_formula=kv.tokens_formula,
         pipeline_parallel_size=req.pipeline_parallel_size,
         kv_cache_layout=req.adapter.kv_cache_layout(_graph_context(req, 0)),
+        num_speculative_tokens=_mm_spec_fields(req)["num_speculative_tokens"],
     )
+
+
+def activation_hidden_buffers(cost: Any, version: str, engine: str) -> float:
+    return float(cost.activation_constants(version, engine=engine).dense_hidden_buffers)
+
+
+def activation_intermediate_buffers(cost: Any, version: str, engine: str) -> float:
+    return float(cost.activation_constants(version, engine=engine).dense_intermediate_buffers)
 
 
 def _version_tuple(version: str) -> tuple[int, ...] | None:
@@ -78,7 +113,7 @@ def plan_memory(req: ResolvedRequest) -> MemoryPlan:
     """Plan one deployment.  Reports the fullest rank, since its memory runs out first."""
     from vmemplan.laws import activation as act_law
     from vmemplan.laws import overhead as oh_law
-    from vmemplan.laws.kv_pool import plan_pool_multi_worker
+    from vmemplan.laws.kv_pool import UngroupableSpecs, plan_pool_multi_worker
 
     cfg = req.config
     adapter = req.adapter
@@ -97,7 +132,8 @@ def plan_memory(req: ResolvedRequest) -> MemoryPlan:
     stages = []
     for stage in range(pp):
         ctx = _graph_context(req, stage)
-        wb = weight_bytes_per_rank(adapter.weight_tensors(ctx), model_dtype=req.dtype, allocator_rounding=True)
+        wb = weight_bytes_per_rank(adapter.weight_tensors(ctx) + _drafter(req, ctx)[0], model_dtype=req.dtype,
+                                   allocator_rounding=True)
         stages.append((ctx, wb))
     prov.append(Provenance("weights_bytes", max(w.total_bytes for _, w in stages), "exact",
                            f"{adapter.__class__.__name__} tensors at {req.dtype}, sharded over tp={tp}, pp={pp} "
@@ -120,8 +156,24 @@ def plan_memory(req: ResolvedRequest) -> MemoryPlan:
         constants=cost.activation_constants(version, engine=engine_kind),
         extra_model_buffers_bytes=extra_act,
     )
+    mm = adapter.multimodal_profile(
+        stages[-1][0], hidden_buffers=activation_hidden_buffers(cost, version, engine_kind),
+        intermediate_buffers=activation_intermediate_buffers(cost, version, engine_kind))
+    if mm is not None:
+        from vmemplan.laws.multimodal import profile_peak_bytes
+
+        activation = activation.model_copy(update={
+            "peak_bytes": profile_peak_bytes(activation.peak_bytes, mm),
+            "forward_bytes": profile_peak_bytes(activation.forward_bytes, mm)})
+        prov.append(Provenance("activation_peak_bytes.multimodal", mm.encoder_activation_bytes + mm.encoder_cache_bytes,
+                               "estimated", mm.source if mm.profiled else f"no encoder profile: {mm.skipped}"))
+        if mm.budget.log_line():
+            prov.append(Provenance("encoder_cache.budget_tokens", mm.budget.budget_tokens, "exact",
+                                   mm.budget.log_line() + " (vllm/multimodal/encoder_budget.py)"))
     prov.append(Provenance("activation_peak_bytes", activation.peak_bytes, "estimated",
-                           activation.source + (f"; model buffers: {extra_src}" if extra_act else "")))
+                           activation.source + (f"; model buffers: {extra_src}" if extra_act else "")
+                           + (f"; peak = max(encoder, encoder cache + language model) ({mm.source})"
+                              if mm is not None and mm.profiled else "")))
 
     # --- CUDA graphs -------------------------------------------------------------------
     cg_rules = rules.cuda_graphs
@@ -131,7 +183,8 @@ def plan_memory(req: ResolvedRequest) -> MemoryPlan:
     else:
         mode = cg_rules.default_mode
         capture_sizes = cg_rules.capture_sizes(max_num_seqs=req.max_num_seqs,
-                                               max_num_batched_tokens=req.max_num_batched_tokens)
+                                               max_num_batched_tokens=req.max_num_batched_tokens,
+                                               num_speculative_tokens=_mm_spec_fields(req)["num_speculative_tokens"])
     cg = oh_law.cuda_graph_bytes(mode=mode, capture_sizes=capture_sizes, max_num_seqs=req.max_num_seqs,
                                  constants=cost.cuda_graph_constants(), hidden_size=cfg.hidden_size,
                                  num_layers=cfg.num_hidden_layers, tensor_parallel_size=tp)
@@ -185,7 +238,7 @@ def plan_memory(req: ResolvedRequest) -> MemoryPlan:
             communicator_bytes=pre.communicator_bytes, cuda_context_bytes=pre.cuda_context_bytes,
             workspace_bytes=pre.workspace_bytes, rank=ctx.pipeline_rank * tp, stage=ctx.pipeline_rank,
         ))
-        workers.append((adapter.kv_cache_specs(ctx), max(avail, 0)))
+        workers.append(({**adapter.kv_cache_specs(ctx), **_drafter(req, ctx)[1]}, max(avail, 0)))
     if req.kv_cache_memory_bytes is not None:
         prov.append(Provenance("available_kv_cache_bytes", req.kv_cache_memory_bytes, "given",
                                "--kv-cache-memory: vLLM skips the budget and uses this figure"))
@@ -194,7 +247,18 @@ def plan_memory(req: ResolvedRequest) -> MemoryPlan:
                                "estimated", "requested − weights − activation peak − non-torch"
                                + (" − CUDA-graph estimate" if subtract_cg else "")))
 
-    pool = plan_pool_multi_worker(workers, _pool_context(req))
+    pool_ctx = _pool_context(req)
+    try:
+        pool = plan_pool_multi_worker(workers, pool_ctx)
+    except UngroupableSpecs as exc:
+        # The release's grouping rules cannot share one pool between these caches: keep each
+        # at its own page (not a vLLM rule: vLLM would refuse to start) and say so.
+        from vmemplan.laws.kv_pool import plan_pool_ungrouped
+
+        specs, avail = min(workers, key=lambda w: w[1])
+        pool = plan_pool_ungrouped(specs, avail, pool_ctx)
+        warnings.append(f"vLLM's KV cache grouping cannot place these caches in one pool ({exc.message}); "
+                        "each cache type is sized at its own page instead")
     fullest = min(ranks, key=lambda r: r.available_kv_cache_bytes)
 
     # --- verdict ------------------------------------------------------------------------
