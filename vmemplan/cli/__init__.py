@@ -1,4 +1,14 @@
-"""The command line: a table of contents.  Each command lives in its own module."""
+"""The command line: a table of contents.  Each command lives in its own module.
+
+:func:`main` is the console entry point and the one place that turns every way a run can end
+into the documented exit code (see :class:`vmemplan.errors.ExitCode`): an expected failure
+becomes one ``error:`` line (plus a ``hint:`` line) on stderr, a bad flag becomes exit 2 in the
+same format, Ctrl-C becomes 130, and anything else is a bug (exit 1) whose traceback is shown
+only with ``VMEMPLAN_DEBUG=1``.
+
+Only typer is imported at module level; rich, pydantic models, YAML and huggingface_hub are
+imported by the commands that need them, so ``--version`` and ``--help`` stay cheap.
+"""
 
 from __future__ import annotations
 
@@ -9,8 +19,10 @@ import typer
 
 from vmemplan._version import __version__
 
+PROG_NAME = "vmemplan"
+
 app = typer.Typer(
-    name="vmemplan",
+    name=PROG_NAME,
     help="Plan vLLM GPU memory before you boot a GPU.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
@@ -25,10 +37,19 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
+def _no_color(value: bool) -> None:
+    # Every console is made per call by vmemplan.cli._common.console, which reads NO_COLOR;
+    # setting it here makes `vmemplan --no-color <command>` reach every command.
+    if value:
+        os.environ["NO_COLOR"] = "1"
+
+
 @app.callback()
 def _root(
     version: bool = typer.Option(False, "--version", "-V", callback=_version, is_eager=True,
                                  help="Show the version and exit."),
+    no_color: bool = typer.Option(False, "--no-color", callback=_no_color, is_eager=True,
+                                  help="No colour in any output (also NO_COLOR=1)."),
 ) -> None:
     """Plan vLLM GPU memory before you boot a GPU."""
 
@@ -39,26 +60,78 @@ from vmemplan.cli.size import size  # noqa: E402
 app.command("size")(size)
 app.command("gpus")(gpus)
 app.command("models")(models)
+app.command("concurrency")(__import__("vmemplan.cli.concurrency", fromlist=["_"]).concurrency)
+app.command("sweep")(__import__("vmemplan.cli.sweep", fromlist=["_"]).sweep)
 
-try:  # commands added by later modules register themselves here
-    from vmemplan.cli import explain_log as _explain_log  # noqa: F401
-except ImportError:  # pragma: no cover - during development only
-    pass
+from vmemplan.cli.explain_log import explain_log  # noqa: E402
+
+app.command("explain-log")(explain_log)
 
 
-def main() -> None:
-    """Console entry point: exit 130 on Ctrl-C, never a traceback unless VMEMPLAN_DEBUG."""
+def _debug() -> bool:
+    return bool(os.environ.get("VMEMPLAN_DEBUG"))
+
+
+def _click_usage(error: typer.TyperException) -> int:
+    """A typer/click usage error (bad flag, bad value, missing argument) as one error line."""
+    from vmemplan.cli._common import report
+
+    ctx = getattr(error, "ctx", None)
+    if ctx is not None and type(error).__name__ == "NoArgsIsHelpError":
+        sys.stderr.write(ctx.get_help() + "\n")  # `vmemplan` alone: the help, as click does
+        return int(error.exit_code)
+    message = " ".join(error.format_message().split())
+    hint = None
+    if ctx is not None:
+        hint = f"see `{ctx.command_path} --help`"
+    code = int(error.exit_code)
+    report(message, hint)
+    return code
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console entry point: the documented exit codes, one ``error:`` line, no traceback.
+
+    ``VMEMPLAN_DEBUG=1`` prints the traceback of any failure (expected or not) before the
+    usual lines; the exit code stays the documented one.
+    """
+    from vmemplan.errors import ExitCode, VmemplanError
+
     try:
-        app()
-    except KeyboardInterrupt:
-        sys.stderr.write("interrupted\n")
-        sys.exit(130)
-    except Exception:
-        if os.environ.get("VMEMPLAN_DEBUG"):
-            raise
-        import traceback
+        code = app(args=argv, prog_name=PROG_NAME, standalone_mode=False)
+    except VmemplanError as error:  # a command without @reports_errors, or VMEMPLAN_DEBUG
+        if _debug():
+            import traceback
 
-        sys.stderr.write("error: vmemplan hit a bug; please report it with the output of "
-                         "VMEMPLAN_DEBUG=1 and the command you ran\n")
-        sys.stderr.write("".join(traceback.format_exception_only(*sys.exc_info()[:2])))
-        sys.exit(1)
+            traceback.print_exc()
+        from vmemplan.cli._common import report
+
+        report(error.message, error.hint)
+        code = int(error.exit_code)
+    except typer.TyperException as error:  # click's UsageError family, FileError, ...
+        code = _click_usage(error)
+    except (KeyboardInterrupt, typer.Abort):
+        sys.stderr.write("error: interrupted\n")
+        code = int(ExitCode.INTERRUPTED)
+    except BrokenPipeError:  # `vmemplan ... | head`
+        try:
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silence the flush at exit
+        except OSError:
+            pass
+        code = int(ExitCode.BUG)
+    except Exception as error:  # noqa: BLE001 - the last line of defence
+        if _debug():
+            import traceback
+
+            traceback.print_exc()
+        from vmemplan.cli._common import report
+
+        what = type(error).__name__
+        detail = str(error).strip().splitlines()[0] if str(error).strip() else ""
+        report(f"vmemplan hit a bug ({what}{': ' + detail if detail else ''})",
+               "please report it with the command you ran and the output of VMEMPLAN_DEBUG=1"
+               if not _debug() else "please report it with the command you ran and the traceback above")
+        code = int(ExitCode.BUG)
+    if code is None or not isinstance(code, int):
+        code = 0
+    sys.exit(code)

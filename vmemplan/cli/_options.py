@@ -45,3 +45,64 @@ PrefixOpt = Annotated[Optional[bool], typer.Option("--enable-prefix-caching/--no
 RequestTokensOpt = Annotated[Optional[int], typer.Option(
     "--request-tokens", help="Also report the KV bytes of one request of this many tokens.", show_default=False)]
 NoColorOpt = Annotated[bool, typer.Option("--no-color", help="No colour (also NO_COLOR=1).")]
+
+# --- concurrency, sweep and gates -----------------------------------------------------------
+MinConcurrencyOpt = Annotated[Optional[int], typer.Option(
+    "--min-concurrency", min=1, help="Gate: fail (exit 3) unless this many requests of --request-tokens run at once.",
+    show_default=False)]
+MinKvTokensOpt = Annotated[Optional[int], typer.Option(
+    "--min-kv-tokens", min=1, help="Gate: fail (exit 3) unless the KV cache holds this many tokens.",
+    show_default=False)]
+ReferenceTokensOpt = Annotated[Optional[int], typer.Option(
+    "--request-tokens", min=1, help="Request length (prompt + output) the binding limit and the gates are read at "
+    "[default: prompt + output, else max_model_len].", show_default=False)]
+LengthsOpt = Annotated[Optional[str], typer.Option(
+    "--lengths", help="Request lengths to tabulate, e.g. 1000,4000,32768 [default: powers of two up to "
+    "max_model_len].", show_default=False)]
+PromptTokensOpt = Annotated[Optional[str], typer.Option(
+    "--prompt-tokens", help="Prompt tokens: a number, or with --simulate a distribution (500:3000, "
+    "normal:MEAN:STD, lognormal:MEAN:SIGMA, exponential:MEAN).", show_default=False)]
+OutputTokensOpt = Annotated[Optional[str], typer.Option(
+    "--output-tokens", help="Output tokens: a number or (with --simulate) a distribution.", show_default=False)]
+ImagesOpt = Annotated[Optional[int], typer.Option(
+    "--images-per-request", min=0, help="Images in every prompt (vision models).", show_default=False)]
+ImageSizeOpt = Annotated[Optional[str], typer.Option(
+    "--image-size", help="Image size WIDTHxHEIGHT [default: the largest the processor allows].", show_default=False)]
+VideosOpt = Annotated[Optional[int], typer.Option(
+    "--videos-per-request", min=0, help="Videos in every prompt (Qwen-VL style models).", show_default=False)]
+VideoFramesOpt = Annotated[int, typer.Option("--video-frames", min=1, help="Frames per video.")]
+VideoSizeOpt = Annotated[str, typer.Option("--video-size", help="Frame size WIDTHxHEIGHT.")]
+SimulateOpt = Annotated[bool, typer.Option("--simulate", help="Run the scheduler simulation over synthetic traffic.")]
+RequestsOpt = Annotated[int, typer.Option("--requests", min=1, help="Requests to simulate.")]
+ArrivalOpt = Annotated[str, typer.Option(
+    "--arrival-rate", help="all-at-once, a number (Poisson, requests per scheduler step), poisson:RATE or "
+    "uniform:RATE.")]
+SeedOpt = Annotated[int, typer.Option("--seed", help="Random seed of the simulated traffic.")]
+VaryOpt = Annotated[list[str], typer.Option(
+    "--vary", help="FLAG=v1,v2,… or FLAG=start:stop:step (stop included); repeat for a grid.", show_default=False)]
+SolveOpt = Annotated[bool, typer.Option("--solve", help="Find the cheapest point meeting the target "
+                                                        "(--min-concurrency/--request-tokens or --min-kv-tokens).")]
+ChartOpt = Annotated[Optional[str], typer.Option(
+    "--chart", help="Chart one output (kv_cache_tokens, max_concurrency, available_kv_cache_bytes, weights_bytes, "
+    "num_blocks, concurrency_at_request_tokens) against a varied flag.", show_default=False)]
+ChartXOpt = Annotated[Optional[str], typer.Option(
+    "--chart-x", help="The varied flag on the chart's axis [default: the first --vary].", show_default=False)]
+WhatIfOpt = Annotated[Optional[list[str]], typer.Option(
+    "--what-if", help="FLAG=VALUE to re-plan the logged startup with (repeatable; all apply together), e.g."
+    " gpu-memory-utilization=0.95, kv-cache-dtype=fp8, max-model-len=65536, tensor-parallel-size=2.",
+    show_default=False)]
+OnlineOpt = Annotated[bool, typer.Option("--online", help="Allow fetching the model's config.json from the Hub.")]
+
+# --- multimodal and speculative decoding (vLLM's flags) -----------------------------------
+LimitMmOpt = Annotated[Optional[str], typer.Option(
+    "--limit-mm-per-prompt", help='Items per prompt per modality, as JSON like vLLM: \'{"image": 2, "video": 0}\' '
+    "(0 = text only: no vision tower, no encoder profile) [default: 999 each].", show_default=False)]
+SkipMmProfilingOpt = Annotated[Optional[bool], typer.Option(
+    "--skip-mm-profiling", help="Leave the encoder and encoder cache out of the profile run (more KV cache).",
+    show_default=False)]
+MmEncoderTpModeOpt = Annotated[Optional[str], typer.Option(
+    "--mm-encoder-tp-mode", help="weights (shard the vision tower over TP) or data (full tower per rank) "
+    "[default: weights].", show_default=False)]
+SpeculativeConfigOpt = Annotated[Optional[str], typer.Option(
+    "--speculative-config", help='Speculative decoding as JSON like vLLM, e.g. \'{"method": "eagle3", "model": '
+    '"ORG/HEAD", "num_speculative_tokens": 3}\' (eagle, eagle3, mtp, draft_model, ngram, ...).', show_default=False)]

@@ -798,4 +798,29 @@ def render_text(report: Report | Sequence[Report]) -> str:
         for sg in rep.suggestions:
             out.append(f"  [{sg.severity}] {sg.detail}")
         out.append("")
+        for w in rep.what_if:
+            out.extend(_render_what_if(w))
     return "\n".join(out).rstrip() + "\n"
+
+
+def _render_what_if(w: Mapping[str, Any]) -> list[str]:
+    """The what-if block of :func:`render_text`, from its JSON mapping (see vmemplan.explain.whatif)."""
+    changes = ", ".join(f"{k}={v}" for k, v in dict(w.get("changes", {})).items()) or "(no changes)"
+    out = [f"What if {changes}:"]
+    for step in w.get("steps", ()):
+        out.append(f"  - {step}")
+    if w.get("reason"):
+        out.append(f"  cannot say: {w['reason']}")
+    kv = w.get("available_kv_cache_bytes")
+    tokens, conc, starts = w.get("kv_cache_tokens"), w.get("max_concurrency"), w.get("starts")
+    parts = [f"available KV cache {_g(kv)} GiB" if kv is not None else "available KV cache ?"]
+    parts.append(f"{tokens:,} tokens" if tokens is not None else "tokens ?")
+    if conc is not None:
+        parts.append(f"max concurrency {conc:.2f}x")
+    if starts is not None:
+        parts.append("starts" if starts else "does NOT start")
+    out.append("  => " + ", ".join(parts))
+    out.append("  measured (from the log): " + (", ".join(w.get("measured", ())) or "none"))
+    out.append("  estimated: " + (", ".join(w.get("estimated", ())) or "none"))
+    out.append("")
+    return out
