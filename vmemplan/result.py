@@ -105,6 +105,9 @@ class MemoryPlan:
     ranks: tuple[PerRank, ...] = ()
     parameters: int = 0
     log_lines: tuple[str, ...] = field(default=())
+    # the KV pool law's own object (vmemplan.laws.kv_pool.PoolPlan), for per-length request
+    # figures (concurrency, simulation); not part of the JSON contract
+    pool: Any = field(default=None, compare=False, repr=False)
     notes: tuple[str, ...] = field(default=())
 
     def to_json(self) -> dict[str, Any]:

@@ -7,9 +7,10 @@ import typer
 from vmemplan.cli._common import console, emit, reports_errors
 from vmemplan.cli._options import (
     BlockSizeOpt, DtypeOpt, EagerOpt, GpuOpt, KvDtypeOpt, KvMemOpt, MaxModelLenOpt,
-    MaxNumSeqsOpt, MnbtOpt, ModelArg, NoColorOpt, PpOpt, PrefixOpt, RequestTokensOpt,
-    RevisionOpt, TpOpt, UtilOpt, VersionOpt,
+    MaxNumSeqsOpt, MinConcurrencyOpt, MinKvTokensOpt, MnbtOpt, ModelArg, NoColorOpt, PpOpt, PrefixOpt,
+    RequestTokensOpt, RevisionOpt, TpOpt, UtilOpt, VersionOpt,
 )
+from vmemplan.cli._options import LimitMmOpt, MmEncoderTpModeOpt, SkipMmProfilingOpt, SpeculativeConfigOpt
 from vmemplan.render import OutputFormat
 
 
@@ -35,6 +36,12 @@ def size(
     output_format: OutputFormat = typer.Option(OutputFormat.table, "--format", "-f",
                                                help="table, log (vLLM's lines), json, or tree."),
     no_color: NoColorOpt = False,
+    min_concurrency: MinConcurrencyOpt = None,
+    min_kv_tokens: MinKvTokensOpt = None,
+    limit_mm_per_prompt: LimitMmOpt = None,
+    skip_mm_profiling: SkipMmProfilingOpt = None,
+    mm_encoder_tp_mode: MmEncoderTpModeOpt = None,
+    speculative_config: SpeculativeConfigOpt = None,
 ) -> None:
     """Predict what vLLM does with each GPU's memory: weights, activations, CUDA graphs, KV pool.
 
@@ -53,6 +60,8 @@ def size(
         pipeline_parallel_size=pipeline_parallel_size, enforce_eager=enforce_eager,
         kv_cache_memory=kv_cache_memory, enable_prefix_caching=enable_prefix_caching, revision=revision,
         vllm_version=vllm_version, request_tokens=request_tokens, spinner=True,
+        limit_mm_per_prompt=limit_mm_per_prompt, skip_mm_profiling=skip_mm_profiling,
+        mm_encoder_tp_mode=mm_encoder_tp_mode, speculative_config=speculative_config,
     )
     if output_format is OutputFormat.json:
         from vmemplan.render.json_out import dumps
@@ -67,3 +76,7 @@ def size(
         out.print(render_tree(plan) if output_format is OutputFormat.tree else render_table(plan))
     if not plan.verdict.starts:
         raise typer.Exit(3)
+    if min_concurrency is not None or min_kv_tokens is not None:  # gates: exit 3 when not met
+        from vmemplan.cli.concurrency import check_gates
+
+        check_gates(plan, None, min_concurrency, request_tokens or plan.engine["max_model_len"], min_kv_tokens)

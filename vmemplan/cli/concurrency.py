@@ -1,0 +1,273 @@
+"""`vmemplan concurrency`: how many requests run at once, which limit binds, and (with
+--simulate) what the scheduler does with synthetic traffic."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+
+from vmemplan.cli._common import console, emit, reports_errors
+from vmemplan.cli._options import (
+    ArrivalOpt, BlockSizeOpt, DtypeOpt, EagerOpt, GpuOpt, ImageSizeOpt, ImagesOpt, KvDtypeOpt, KvMemOpt,
+    LengthsOpt, MaxModelLenOpt, MaxNumSeqsOpt, MinConcurrencyOpt, MinKvTokensOpt, MnbtOpt, ModelArg, NoColorOpt,
+    OutputTokensOpt, PpOpt, PrefixOpt, PromptTokensOpt, ReferenceTokensOpt, RequestsOpt, RevisionOpt, SeedOpt,
+    SimulateOpt, TpOpt, UtilOpt, VersionOpt, VideoFramesOpt, VideosOpt, VideoSizeOpt,
+)
+from vmemplan.errors import TargetNotMet, UsageError
+
+
+def parse_size(text: str, what: str) -> tuple[int, int]:
+    """``WIDTHxHEIGHT`` → (width, height)."""
+    parts = text.lower().replace("×", "x").split("x")
+    try:
+        w, h = (int(p) for p in parts)
+    except ValueError:
+        raise UsageError(f"{what} {text!r} is not WIDTHxHEIGHT", hint="e.g. 1280x720") from None
+    if w < 1 or h < 1:
+        raise UsageError(f"{what} {text!r}: both sides must be positive")
+    return w, h
+
+
+def parse_lengths(text: str) -> list[int]:
+    out = []
+    for part in text.split(","):
+        part = part.strip().replace("_", "")
+        if not part:
+            continue
+        try:
+            n = int(part)
+        except ValueError:
+            raise UsageError(f"--lengths: {part!r} is not a whole number of tokens", hint="e.g. --lengths 1000,4000,32768") from None
+        if n < 1:
+            raise UsageError("--lengths: every length must be at least 1 token")
+        out.append(n)
+    if not out:
+        raise UsageError("--lengths is empty")
+    return out
+
+
+def _dist_upper(text: str | None) -> tuple[Any, int | None]:
+    """The parsed distribution and a representative count for the table (a constant's value,
+    else the largest value it can draw, None when unbounded)."""
+    if text is None:
+        return None, None
+    from vmemplan.sim.traffic import Constant, parse_dist
+
+    d = parse_dist(text)
+    if isinstance(d, Constant):
+        return d, d.tokens
+    return d, d.max_tokens
+
+
+def _multimodal(req: Any, images: int | None, image_size: str | None, videos: int | None, frames: int,
+                video_size: str) -> tuple[int, str | None, dict[str, Any] | None]:
+    if not images and not videos:
+        if image_size is not None:
+            raise UsageError("--image-size needs --images-per-request")
+        return 0, None, None
+    from vmemplan.concurrency import image_tokens, video_tokens
+
+    raw = req.source.config
+    total, notes, info = 0, [], {}
+    if images:
+        size = parse_size(image_size, "--image-size") if image_size else None
+        per, how = image_tokens(raw, size)
+        total += images * per
+        notes.append(f"{images} image(s) × {per:,} tokens ({how})")
+        info.update(images_per_request=images, tokens_per_image=per)
+    if videos:
+        per, how = video_tokens(raw, frames, parse_size(video_size, "--video-size"))
+        total += videos * per
+        notes.append(f"{videos} video(s) × {per:,} tokens ({how})")
+        info.update(videos_per_request=videos, tokens_per_video=per)
+    info["mm_tokens_per_request"] = total
+    return total, "vision tokens per request: " + "; ".join(notes) + f" = {total:,}, added to every row", info
+
+
+@reports_errors
+def concurrency(
+    model: ModelArg,
+    gpu: GpuOpt,
+    gpu_memory_utilization: UtilOpt = None,
+    max_model_len: MaxModelLenOpt = None,
+    max_num_seqs: MaxNumSeqsOpt = None,
+    max_num_batched_tokens: MnbtOpt = None,
+    block_size: BlockSizeOpt = None,
+    kv_cache_dtype: KvDtypeOpt = None,
+    dtype: DtypeOpt = None,
+    tensor_parallel_size: TpOpt = None,
+    pipeline_parallel_size: PpOpt = None,
+    enforce_eager: EagerOpt = None,
+    kv_cache_memory: KvMemOpt = None,
+    enable_prefix_caching: PrefixOpt = None,
+    revision: RevisionOpt = None,
+    vllm_version: VersionOpt = None,
+    lengths: LengthsOpt = None,
+    prompt_tokens: PromptTokensOpt = None,
+    output_tokens: OutputTokensOpt = None,
+    images_per_request: ImagesOpt = None,
+    image_size: ImageSizeOpt = None,
+    videos_per_request: VideosOpt = None,
+    video_frames: VideoFramesOpt = 16,
+    video_size: VideoSizeOpt = "640x360",
+    request_tokens: ReferenceTokensOpt = None,
+    simulate: SimulateOpt = False,
+    requests: RequestsOpt = 100,
+    arrival_rate: ArrivalOpt = "all-at-once",
+    seed: SeedOpt = 0,
+    min_concurrency: MinConcurrencyOpt = None,
+    min_kv_tokens: MinKvTokensOpt = None,
+    output_format: str = typer.Option("table", "--format", "-f", help="table or json."),
+    no_color: NoColorOpt = False,
+) -> None:
+    """How many requests run at once: --max-num-seqs, the KV pool and --max-num-batched-tokens.
+
+    Examples:
+
+        vmemplan concurrency meta-llama/Llama-3.1-8B --gpu h100 --util 0.92 --max-model-len 32768 --max-num-seqs 256
+
+        vmemplan concurrency meta-llama/Llama-3.1-8B --gpu h100 --simulate --requests 60 --prompt-tokens 500:3000 --output-tokens 150:400
+    """
+    from vmemplan.api import plan_with_request, speed_setup
+    from vmemplan.concurrency import RequestShape, default_lengths, report_from_plan
+
+    if output_format not in ("table", "json"):
+        raise UsageError(f"--format {output_format!r}: concurrency writes table or json")
+    req, plan = plan_with_request(
+        model=model, gpu=gpu, gpu_memory_utilization=gpu_memory_utilization, max_model_len=max_model_len,
+        max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens, block_size=block_size,
+        kv_cache_dtype=kv_cache_dtype, dtype=dtype, tensor_parallel_size=tensor_parallel_size,
+        pipeline_parallel_size=pipeline_parallel_size, enforce_eager=enforce_eager,
+        kv_cache_memory=kv_cache_memory, enable_prefix_caching=enable_prefix_caching, revision=revision,
+        vllm_version=vllm_version, spinner=True,
+    )
+    mml = req.max_model_len
+    mm_tokens, mm_note, mm_info = _multimodal(req, images_per_request, image_size, videos_per_request,
+                                              video_frames, video_size)
+    prompt_dist, prompt_n = _dist_upper(prompt_tokens)
+    output_dist, output_n = _dist_upper(output_tokens)
+    notes: list[str] = []
+    if lengths:
+        shapes = [RequestShape(n, n, mm_tokens) for n in parse_lengths(lengths)]
+    else:
+        shapes = [RequestShape(n - mm_tokens, n - mm_tokens, mm_tokens) for n in default_lengths(mml)
+                  if n - mm_tokens >= 1] if mm_tokens else [RequestShape(n, n) for n in default_lengths(mml)]
+    pair_total = None
+    if prompt_tokens is not None or output_tokens is not None:
+        p = prompt_n if prompt_tokens is not None else 0
+        o = output_n if output_tokens is not None else 0
+        if p is None or o is None:
+            notes.append("an unbounded length distribution has no single row; simulate it with --simulate")
+        elif p + o >= 1:
+            pair_total = p + o + mm_tokens
+            label = f"{p:,} + {o:,}" + (" (largest draw)" if not (
+                (prompt_dist is None or prompt_n == getattr(prompt_dist, "tokens", None))
+                and (output_dist is None or output_n == getattr(output_dist, "tokens", None))) else "")
+            shapes = [s for s in shapes if s.request_tokens != pair_total]
+            shapes.append(RequestShape(p + o, max(p, 1), mm_tokens, label=label))
+            shapes.sort(key=lambda s: s.request_tokens)
+    reference = request_tokens or pair_total or mml
+    report = report_from_plan(plan, shapes, reference_tokens=reference, notes=notes)
+
+    # --- speed model -------------------------------------------------------------------------
+    setup = speed_setup(req, plan)
+    speed_rows: list[dict[str, Any]] | None = None
+    speed_context = None
+    if setup.ok and plan.verdict.starts:
+        from vmemplan.concurrency import concurrency_at
+        from vmemplan.sim.speed import latency_table, prefill_time_s
+
+        ctx_tokens = min(reference, mml)
+        prompt_for_ttft = max(min(prompt_n or ctx_tokens, mml), 1) + (mm_tokens if prompt_n else 0)
+        cap = max(concurrency_at(plan, ctx_tokens), 1)
+        batches = sorted({b for b in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048) if b <= cap} | {cap})
+        rows = latency_table(batches, ctx_tokens, setup.model, setup.gpu, setup.constants)
+        speed_rows = [{"batch": r.batch, "itl_ms": r.itl_ms, "throughput_tokens_per_s": r.throughput_tokens_per_s,
+                       "ttft_ms": prefill_time_s(r.batch * prompt_for_ttft, setup.model, setup.gpu, setup.constants,
+                                                 max_num_batched_tokens=req.max_num_batched_tokens) * 1e3}
+                      for r in rows]
+        speed_context = (ctx_tokens, prompt_for_ttft)
+
+    # --- simulation ----------------------------------------------------------------------------
+    sim = timed = sim_json = None
+    if simulate:
+        sim, timed, sim_json = _simulate(plan, setup, requests, prompt_tokens or "1000", output_tokens or "300",
+                                         arrival_rate, seed, mm_tokens, mml)
+
+    if output_format == "json":
+        from vmemplan.render.concurrency import concurrency_json
+        from vmemplan.render.json_out import dumps
+
+        data = concurrency_json(report, plan, simulation=sim_json, speed=speed_rows, mm=mm_info)
+        data["speed_model"] = {"estimate": True, "notes": list(setup.notes), "unavailable": setup.reason}
+        data["verdict"] = {"starts": plan.verdict.starts, "reason": plan.verdict.reason}
+        emit(dumps(data))
+    else:
+        from vmemplan.render.concurrency import render_concurrency
+
+        out = console(no_color=no_color)
+        if not plan.verdict.starts:
+            from rich.text import Text
+
+            out.print(Text(f"✘ vLLM would not start: {plan.verdict.reason}", style="bold red"))
+        out.print(render_concurrency(report, plan, sim=sim, timed=timed, sim_json=sim_json, speed_rows=speed_rows,
+                                     speed_context=speed_context, speed_notes=setup.notes,
+                                     speed_reason=setup.reason, mm_note=mm_note))
+    if not plan.verdict.starts:
+        raise typer.Exit(3)
+    check_gates(plan, report, min_concurrency, request_tokens or reference, min_kv_tokens)
+
+
+def check_gates(plan: Any, report: Any, min_concurrency: int | None, at_tokens: int, min_kv_tokens: int | None) -> None:
+    """Raise TargetNotMet (exit 3) when a gate fails."""
+    from vmemplan.concurrency import concurrency_at
+
+    if min_concurrency is not None:
+        have = concurrency_at(plan, at_tokens)
+        if have < min_concurrency:
+            raise TargetNotMet(f"target not met: {have:,} requests of {at_tokens:,} tokens run at once, "
+                               f"fewer than --min-concurrency {min_concurrency:,}",
+                               hint="try `vmemplan sweep … --solve` to find flags that meet it")
+    if min_kv_tokens is not None and plan.kv_cache.tokens < min_kv_tokens:
+        raise TargetNotMet(f"target not met: the KV cache holds {plan.kv_cache.tokens:,} tokens, fewer than "
+                           f"--min-kv-tokens {min_kv_tokens:,}",
+                           hint="try `vmemplan sweep … --solve` to find flags that meet it")
+
+
+def _simulate(plan: Any, setup: Any, requests: int, prompt: str, output: str, arrival: str, seed: int,
+              mm_tokens: int, max_model_len: int) -> tuple[Any, Any, dict[str, Any] | None]:
+    from dataclasses import replace
+
+    from vmemplan.concurrency import sim_config_from_plan
+    from vmemplan.render.concurrency import simulation_json
+    from vmemplan.sim import Traffic, attach_timing, simulate
+
+    if not plan.verdict.starts:
+        return None, None, None
+    arr: Any = arrival
+    try:
+        arr = float(arrival)
+    except ValueError:
+        pass
+    traffic = Traffic(num_requests=requests, prompt_tokens=prompt, output_tokens=output, arrival=arr, seed=seed)
+    specs = traffic.generate()
+    if mm_tokens:
+        specs = tuple(replace(s, prompt_tokens=s.prompt_tokens + mm_tokens) for s in specs)
+    kept = tuple(s for s in specs if s.prompt_tokens + s.output_tokens <= max_model_len)
+    cfg, notes = sim_config_from_plan(plan)
+    notes = list(notes)
+    if len(kept) < len(specs):
+        notes.append(f"{len(specs) - len(kept)} of {len(specs)} requests are longer than max_model_len "
+                     f"{max_model_len:,}: vLLM refuses them, so they are left out")
+    if not kept:
+        raise UsageError(f"every simulated request is longer than max_model_len {max_model_len:,}",
+                         hint="lower --prompt-tokens / --output-tokens")
+    sim = simulate(cfg, kept)
+    if not sim.finished_all:
+        notes.append(f"the run stopped after {sim.steps:,} steps with {sim.num_requests - sim.completed} "
+                     "request(s) unfinished")
+    timed = attach_timing(sim, setup.model, setup.gpu, setup.constants) if setup.ok else None
+    text = (f"{requests} requests, prompt {traffic.prompt_tokens}, output {traffic.output_tokens}"
+            + (f" + {mm_tokens:,} vision tokens" if mm_tokens else "") + f", arrival {traffic.arrival}, seed {seed}")
+    return sim, timed, simulation_json(sim, timed, cfg, traffic=text, notes=tuple(notes), speed_notes=setup.notes)

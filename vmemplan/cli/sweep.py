@@ -1,0 +1,140 @@
+"""`vmemplan sweep`: plan a grid of deployments (--vary), chart one output, solve for a target."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import typer
+
+from vmemplan.cli._common import console, emit, gpu_completion, reports_errors
+from vmemplan.cli._options import (
+    BlockSizeOpt, ChartOpt, ChartXOpt, DtypeOpt, EagerOpt, KvDtypeOpt, KvMemOpt, MaxModelLenOpt, MaxNumSeqsOpt,
+    MinConcurrencyOpt, MinKvTokensOpt, MnbtOpt, ModelArg, NoColorOpt, PpOpt, PrefixOpt, RevisionOpt, SolveOpt,
+    TpOpt, UtilOpt, VaryOpt, VersionOpt,
+)
+from vmemplan.errors import TargetNotMet, UsageError
+
+
+@reports_errors
+def sweep(
+    model: ModelArg,
+    vary: VaryOpt,
+    gpu: Optional[str] = typer.Option(None, "--gpu", help="GPU id or alias (or vary it: --vary gpu=l40s,a100,h100).",
+                                      autocompletion=gpu_completion, show_default=False),
+    gpu_memory_utilization: UtilOpt = None,
+    max_model_len: MaxModelLenOpt = None,
+    max_num_seqs: MaxNumSeqsOpt = None,
+    max_num_batched_tokens: MnbtOpt = None,
+    block_size: BlockSizeOpt = None,
+    kv_cache_dtype: KvDtypeOpt = None,
+    dtype: DtypeOpt = None,
+    tensor_parallel_size: TpOpt = None,
+    pipeline_parallel_size: PpOpt = None,
+    enforce_eager: EagerOpt = None,
+    kv_cache_memory: KvMemOpt = None,
+    enable_prefix_caching: PrefixOpt = None,
+    revision: RevisionOpt = None,
+    vllm_version: VersionOpt = None,
+    request_tokens: Optional[int] = typer.Option(
+        None, "--request-tokens", min=1, help="Also report the effective concurrency at this request length.",
+        show_default=False),
+    min_concurrency: MinConcurrencyOpt = None,
+    min_kv_tokens: MinKvTokensOpt = None,
+    solve: SolveOpt = False,
+    chart: ChartOpt = None,
+    chart_x: ChartXOpt = None,
+    output_format: str = typer.Option("table", "--format", "-f", help="table, csv or json."),
+    no_color: NoColorOpt = False,
+) -> None:
+    """Plan every combination of the --vary values; chart one output; --solve for a target.
+
+    Examples:
+
+        vmemplan sweep meta-llama/Llama-3.1-8B --gpu h100 --vary max-model-len=8192,16384,32768 --vary util=0.8:0.95:0.05
+
+        vmemplan sweep meta-llama/Llama-3.1-70B --vary gpu=l40s,a100,h100 --vary tp=1,2,4,8 --solve --min-concurrency 64 --request-tokens 4000
+    """
+    from vmemplan.api import _spinner
+    from vmemplan.registry import load_registry
+    from vmemplan.sources import load_model_source
+    from vmemplan.sweep import OUTPUTS, SweepEvaluator, Target, flag_spec, parse_vary, run_sweep
+    from vmemplan.sweep import solve as solve_grid
+    from vmemplan.units import parse_bytes
+
+    if output_format not in ("table", "csv", "json"):
+        raise UsageError(f"--format {output_format!r}: sweep writes table, csv or json")
+    if not vary:
+        raise UsageError("nothing to sweep: give at least one --vary FLAG=values",
+                         hint="e.g. --vary max-model-len=8192,16384,32768")
+    varies = [parse_vary(v) for v in vary]
+    varied = [v.flag.field for v in varies]
+    if len(set(varied)) != len(varied):
+        raise UsageError("the same flag is varied twice")
+    kv_mem = None
+    if kv_cache_memory is not None:
+        try:
+            kv_mem = parse_bytes(kv_cache_memory)
+        except ValueError:
+            raise UsageError(f"--kv-cache-memory {kv_cache_memory!r} is not a byte count") from None
+    base = dict(
+        model=model, gpu=gpu, gpu_memory_utilization=gpu_memory_utilization, max_model_len=max_model_len,
+        max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens, block_size=block_size,
+        kv_cache_dtype=kv_cache_dtype, dtype=dtype, tensor_parallel_size=tensor_parallel_size,
+        pipeline_parallel_size=pipeline_parallel_size, enforce_eager=enforce_eager, kv_cache_memory_bytes=kv_mem,
+        enable_prefix_caching=enable_prefix_caching, revision=revision, vllm_version=vllm_version,
+    )
+    both = [f for f in varied if base.get(f) is not None]
+    if both:
+        raise UsageError(f"--{both[0].replace('_', '-')} is both given and varied", hint="drop one of the two")
+    if gpu is None and "gpu" not in varied:
+        raise UsageError("no GPU: give --gpu or --vary gpu=…")
+    target = None
+    if solve or min_concurrency is not None or min_kv_tokens is not None:
+        target = Target(min_concurrency=min_concurrency, request_tokens=request_tokens, min_kv_tokens=min_kv_tokens)
+    if chart is not None and chart not in OUTPUTS:
+        raise UsageError(f"--chart {chart!r} is not a sweep output", hint="one of: " + ", ".join(OUTPUTS))
+    if chart == "concurrency_at_request_tokens" and request_tokens is None:
+        raise UsageError("--chart concurrency_at_request_tokens needs --request-tokens")
+    x_field = varied[0]
+    if chart_x is not None:
+        x_field = flag_spec(chart_x).field
+        if x_field not in varied:
+            raise UsageError(f"--chart-x {chart_x!r} is not a varied flag")
+
+    registry = load_registry()
+    progress = _spinner if output_format == "table" else None
+    source = load_model_source(model, revision=revision, bundled_dir=registry.models_dir, progress=progress)
+    evaluator = SweepEvaluator({k: v for k, v in base.items() if k != "gpu" or v is not None},
+                               registry=registry, source=source, request_tokens=request_tokens)
+    points = run_sweep(evaluator, varies)
+    result = solve_grid(points, varies, target) if target is not None else None
+
+    fixed = {k: v for k, v in base.items() if v is not None and k != "model"}
+    if output_format == "csv":
+        from vmemplan.render.sweep import sweep_csv
+
+        emit(sweep_csv(points, varied, with_concurrency=request_tokens is not None))
+    elif output_format == "json":
+        from vmemplan.render.json_out import dumps
+        from vmemplan.render.sweep import sweep_json
+
+        emit(dumps(sweep_json(points, varied, model=source.model_id, base=fixed, solve=result,
+                              request_tokens=request_tokens)))
+    else:
+        from vmemplan.render.sweep import render_solve, sweep_chart, sweep_table
+
+        out = console(no_color=no_color)
+        title = (f"{source.model_id}: {len(points):,} points"
+                 + (" — " + ", ".join(f"{k}={v}" for k, v in fixed.items()) if fixed else ""))
+        out.print(sweep_table(points, varied, title=title, with_concurrency=request_tokens is not None))
+        if chart is not None:
+            out.print(sweep_chart(points, varies, chart, x_field))
+        if result is not None:
+            out.print(render_solve(result, varied))
+    if chart is not None and output_format != "table":
+        from vmemplan.render.sweep import sweep_chart
+
+        console(stderr=True, no_color=no_color).print(sweep_chart(points, varies, chart, x_field))
+    if result is not None and result.answer is None:
+        raise TargetNotMet(f"no point of the {len(points):,}-point grid meets the target ({target.describe()})",
+                           hint="widen the --vary ranges (more GPUs, larger tensor-parallel sizes, fp8 KV cache)")

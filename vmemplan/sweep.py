@@ -1,0 +1,555 @@
+"""Sweeps: plan many deployments that differ in a few flags, and solve for a target.
+
+``--vary FLAG=v1,v2,…`` or ``--vary FLAG=start:stop:step`` (stop included) names the values of one
+size flag; several ``--vary`` make the grid of every combination (the first ``--vary`` varies
+slowest).  Each point is planned exactly as ``vmemplan size`` would plan it.
+
+Speed: the model source and the registry are read once.  Points that differ only in the budget
+(``gpu_memory_utilization``, ``kv_cache_memory``) share one full plan — weights, activation peak,
+CUDA graphs and the KV cache groups do not depend on the budget — and only the budget tail is
+recomputed: ``requested = ceil(total * util)``, ``available = requested - non-KV``,
+``num_blocks = available // block_bytes`` and vLLM's tokens/concurrency figures
+(vllm/v1/worker/gpu_worker.py::determine_available_memory and
+vllm/v1/core/kv_cache_utils.py::get_kv_cache_config_from_groups / get_kv_cache_capacity, 0.33.0).
+Pipeline-parallel points (several workers) are planned in full.  tests/sweep checks the tail
+against a full plan.
+
+Solve: with a target (``min_concurrency`` requests at ``request_tokens``, or ``min_kv_tokens``)
+the points that start and meet it are kept; the answer prefers the cheapest GPU (the order the
+``gpu`` values were given in), then the smallest tensor- and pipeline-parallel sizes, then the
+largest ``max_model_len``, then the lowest utilization (and least ``kv_cache_memory``); other
+flags keep the order given.  The "lever" is the single-flag change from the first grid point
+(every flag at its first value) that raises the target figure the most.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from typing import Any, Literal
+
+from vmemplan.errors import UsageError, VmemplanError
+
+__all__ = [
+    "FlagSpec",
+    "Vary",
+    "VARY_FLAGS",
+    "OUTPUTS",
+    "MAX_POINTS",
+    "flag_spec",
+    "parse_vary",
+    "build_grid",
+    "SweepPoint",
+    "SweepEvaluator",
+    "Target",
+    "SolveResult",
+    "Lever",
+    "run_sweep",
+    "solve",
+]
+
+MAX_POINTS = 1_000_000
+
+Kind = Literal["int", "float", "str", "bool", "bytes"]
+
+
+@dataclass(frozen=True)
+class FlagSpec:
+    """A flag a sweep can vary: its CLI name, the PlanInputs field (vLLM's name) and its type."""
+
+    name: str
+    field: str
+    kind: Kind
+
+
+_FLAGS = (
+    FlagSpec("gpu", "gpu", "str"),
+    FlagSpec("tensor-parallel-size", "tensor_parallel_size", "int"),
+    FlagSpec("pipeline-parallel-size", "pipeline_parallel_size", "int"),
+    FlagSpec("gpu-memory-utilization", "gpu_memory_utilization", "float"),
+    FlagSpec("max-model-len", "max_model_len", "int"),
+    FlagSpec("max-num-seqs", "max_num_seqs", "int"),
+    FlagSpec("max-num-batched-tokens", "max_num_batched_tokens", "int"),
+    FlagSpec("block-size", "block_size", "int"),
+    FlagSpec("kv-cache-dtype", "kv_cache_dtype", "str"),
+    FlagSpec("dtype", "dtype", "str"),
+    FlagSpec("enforce-eager", "enforce_eager", "bool"),
+    FlagSpec("enable-prefix-caching", "enable_prefix_caching", "bool"),
+    FlagSpec("kv-cache-memory", "kv_cache_memory_bytes", "bytes"),
+    FlagSpec("vllm-version", "vllm_version", "str"),
+)
+VARY_FLAGS: dict[str, FlagSpec] = {f.name: f for f in _FLAGS}
+_ALIASES = {"tp": "tensor-parallel-size", "pp": "pipeline-parallel-size", "util": "gpu-memory-utilization",
+            "kv-cache-memory-bytes": "kv-cache-memory"}
+# flags vLLM has that this version's `size` does not take yet
+_NOT_YET = {"quantization", "enable-expert-parallel", "data-parallel-size", "speculative-config",
+            "limit-mm-per-prompt", "num-gpu-blocks-override"}
+
+OUTPUTS = ("weights_bytes", "available_kv_cache_bytes", "kv_cache_tokens", "max_concurrency", "num_blocks",
+           "concurrency_at_request_tokens")
+
+
+def flag_spec(name: str) -> FlagSpec:
+    """The :class:`FlagSpec` for a flag name (``--`` and ``_`` tolerated, short aliases accepted)."""
+    key = name.strip().lstrip("-").replace("_", "-").lower()
+    key = _ALIASES.get(key, key)
+    if key in VARY_FLAGS:
+        return VARY_FLAGS[key]
+    if key in _NOT_YET:
+        raise UsageError(f"--{key} cannot be varied: the size command does not take it yet",
+                         hint="vary one of: " + ", ".join(VARY_FLAGS))
+    raise UsageError(f"unknown flag to vary: {name!r}", hint="vary one of: " + ", ".join(VARY_FLAGS))
+
+
+@dataclass(frozen=True)
+class Vary:
+    flag: FlagSpec
+    values: tuple[Any, ...]
+
+
+def _scalar(spec: FlagSpec, text: str, whole: str) -> Any:
+    t = text.strip()
+    if not t:
+        raise UsageError(f"--vary {whole!r}: empty value")
+    try:
+        if spec.kind == "int":
+            d = Decimal(t)
+            if d != d.to_integral_value():
+                raise ValueError
+            return int(d)
+        if spec.kind == "float":
+            return float(Decimal(t))
+        if spec.kind == "bytes":
+            from vmemplan.units import parse_bytes
+
+            return parse_bytes(t)
+    except (ValueError, InvalidOperation):
+        raise UsageError(f"--vary {whole!r}: {t!r} is not a valid {spec.kind.replace('bytes', 'byte count')} "
+                         f"for --{spec.name}") from None
+    if spec.kind == "bool":
+        low = t.lower()
+        if low in ("true", "1", "yes", "on"):
+            return True
+        if low in ("false", "0", "no", "off"):
+            return False
+        raise UsageError(f"--vary {whole!r}: {t!r} is not true or false")
+    return t
+
+
+def _range(spec: FlagSpec, parts: list[str], whole: str) -> tuple[Any, ...]:
+    if spec.kind not in ("int", "float", "bytes"):
+        raise UsageError(f"--vary {whole!r}: --{spec.name} takes a list of values, not a range",
+                         hint=f"e.g. --vary {spec.name}=a,b,c")
+    if spec.kind == "float":
+        try:
+            start, stop, step = (Decimal(p.strip()) for p in parts)
+        except InvalidOperation:
+            raise UsageError(f"--vary {whole!r}: start:stop:step must be numbers") from None
+    else:
+        start, stop, step = (Decimal(_scalar(spec, p, whole)) for p in parts)
+    if step == 0:
+        raise UsageError(f"--vary {whole!r}: the step must not be 0")
+    if (stop - start) * step < 0:
+        raise UsageError(f"--vary {whole!r}: the step goes away from stop")
+    count = int((stop - start) / step) + 1
+    if count > MAX_POINTS:
+        raise UsageError(f"--vary {whole!r}: {count:,} values, more than {MAX_POINTS:,}")
+    values = [start + i * step for i in range(count)]
+    if spec.kind == "float":
+        return tuple(float(v) for v in values)
+    return tuple(int(v) for v in values)
+
+
+def parse_vary(text: str) -> Vary:
+    """Parse ``FLAG=v1,v2,…`` or ``FLAG=start:stop:step`` (stop included when the steps land on it).
+
+    Raises :class:`UsageError` on an unknown flag, a bad value or an empty list."""
+    whole = str(text)
+    if "=" not in whole:
+        raise UsageError(f"--vary {whole!r}: expected FLAG=v1,v2,… or FLAG=start:stop:step",
+                         hint="e.g. --vary max-model-len=8192,16384,32768 or --vary util=0.8:0.95:0.05")
+    name, _, rhs = whole.partition("=")
+    spec = flag_spec(name)
+    rhs = rhs.strip()
+    parts = rhs.split(":")
+    if len(parts) == 3 and "," not in rhs:
+        values = _range(spec, parts, whole)  # a non-numeric flag raises: it takes a list
+    else:
+        values = tuple(_scalar(spec, v, whole) for v in rhs.split(","))
+    if not values:
+        raise UsageError(f"--vary {whole!r}: no values")
+    return Vary(spec, tuple(dict.fromkeys(values)))  # duplicates dropped, order kept
+
+
+def build_grid(varies: Sequence[Vary]) -> list[dict[str, Any]]:
+    """Every combination, as ``{field: value}``; the first vary changes slowest."""
+    fields = [v.flag.field for v in varies]
+    if len(set(fields)) != len(fields):
+        raise UsageError("the same flag is varied twice")
+    total = 1
+    for v in varies:
+        total *= len(v.values)
+    if total > MAX_POINTS:
+        raise UsageError(f"the grid has {total:,} points, more than {MAX_POINTS:,}")
+    return [dict(zip(fields, combo)) for combo in itertools.product(*(v.values for v in varies))]
+
+
+# --------------------------------------------------------------------------------------
+# Evaluating points
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SweepPoint:
+    """One planned point.  ``error`` is set (and the figures are None) when the flags are refused."""
+
+    values: Mapping[str, Any]
+    weights_bytes: int | None
+    available_kv_cache_bytes: int | None
+    kv_cache_tokens: int | None
+    max_concurrency: float | None
+    starts: bool
+    num_blocks: int | None = None
+    concurrency_at_request_tokens: int | None = None
+    error: str | None = None
+    reason: str | None = None
+
+    def output(self, name: str) -> Any:
+        if name not in OUTPUTS:
+            raise UsageError(f"unknown sweep output {name!r}", hint="one of: " + ", ".join(OUTPUTS))
+        return getattr(self, name)
+
+    def to_json(self, varied: Sequence[str]) -> dict[str, Any]:
+        out: dict[str, Any] = {f: self.values.get(f) for f in varied}
+        out.update(weights_bytes=self.weights_bytes, available_kv_cache_bytes=self.available_kv_cache_bytes,
+                   kv_cache_tokens=self.kv_cache_tokens, max_concurrency=self.max_concurrency, starts=self.starts,
+                   num_blocks=self.num_blocks, concurrency_at_request_tokens=self.concurrency_at_request_tokens,
+                   error=self.error, reason=self.reason)
+        return out
+
+
+@dataclass
+class _Shape:
+    """A full plan and what the budget tail needs from it."""
+
+    plan: Any
+    req: Any
+    blocks_for_request: int | None
+
+
+_BUDGET_FIELDS = ("gpu_memory_utilization", "kv_cache_memory_bytes")
+
+
+class SweepEvaluator:
+    """Plans points against one registry and one model source (read once, by the caller).
+
+    ``base`` holds the fixed flags as PlanInputs fields (``model`` and ``gpu`` included);
+    ``request_tokens`` adds the effective concurrency at that length to every point."""
+
+    def __init__(self, base: Mapping[str, Any], *, registry: Any, source: Any,
+                 request_tokens: int | None = None) -> None:
+        self.base = {k: v for k, v in base.items() if v is not None or k in ("model", "gpu")}
+        self.registry = registry
+        self.source = source
+        self.request_tokens = request_tokens
+        self._shapes: dict[tuple, _Shape | VmemplanError] = {}
+        self.full_plans = 0
+
+    def _inputs(self, point: Mapping[str, Any]) -> Any:
+        from pydantic import ValidationError
+
+        from vmemplan.resolve import PlanInputs
+
+        flags = {**self.base, **{k: v for k, v in point.items() if v is not None}}
+        try:
+            return PlanInputs(**flags)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            loc = "--" + "-".join(str(p) for p in first["loc"]).replace("_", "-")
+            raise UsageError(f"{loc}: {first['msg']}") from None
+
+    def _shape(self, inputs: Any) -> _Shape:
+        from vmemplan.planner import plan_memory
+        from vmemplan.resolve import resolve_with
+
+        key_fields = inputs.model_dump(exclude=set(_BUDGET_FIELDS))
+        key = tuple(sorted(key_fields.items()))
+        cached = self._shapes.get(key)
+        if cached is None:
+            try:
+                shape_inputs = inputs.model_copy(update={"gpu_memory_utilization": None, "kv_cache_memory_bytes": None})
+                req = resolve_with(shape_inputs, registry=self.registry, source=self.source)
+                plan = plan_memory(req)
+                self.full_plans += 1
+                bpr = None
+                if self.request_tokens is not None and plan.pool is not None and plan.pool.groups:
+                    pool = plan.pool
+                    bpr = pool.sequence_variable_blocks(self.request_tokens) + pool.sequence_fixed_blocks()
+                cached = _Shape(plan, req, bpr)
+            except VmemplanError as exc:
+                cached = exc
+            self._shapes[key] = cached
+        if isinstance(cached, VmemplanError):
+            raise cached
+        return cached
+
+    def _concurrency(self, plan: Any, num_blocks: int, bpr: int | None) -> int | None:
+        if self.request_tokens is None:
+            return None
+        from vmemplan.concurrency import effective_concurrency, requests_by_kv
+
+        e = plan.engine
+        if self.request_tokens > e["max_model_len"]:
+            return 0
+        if bpr is None:
+            return int(e["max_num_seqs"])
+        return effective_concurrency(int(e["max_num_seqs"]), requests_by_kv(num_blocks - 1, bpr))
+
+    def _full(self, inputs: Any, point: Mapping[str, Any]) -> SweepPoint:
+        from vmemplan.planner import plan_memory
+        from vmemplan.resolve import resolve_with
+
+        plan = plan_memory(resolve_with(inputs, registry=self.registry, source=self.source))
+        self.full_plans += 1
+        bpr = None
+        if self.request_tokens is not None and plan.pool is not None and plan.pool.groups:
+            bpr = plan.pool.sequence_variable_blocks(self.request_tokens) + plan.pool.sequence_fixed_blocks()
+        kv = plan.kv_cache
+        return SweepPoint(values=dict(point), weights_bytes=plan.per_rank.weights_bytes,
+                          available_kv_cache_bytes=plan.per_rank.available_kv_cache_bytes,
+                          kv_cache_tokens=kv.tokens, max_concurrency=kv.max_concurrency,
+                          starts=plan.verdict.starts, num_blocks=kv.num_blocks,
+                          concurrency_at_request_tokens=self._concurrency(plan, kv.num_blocks, bpr),
+                          reason=plan.verdict.reason)
+
+    def evaluate(self, point: Mapping[str, Any]) -> SweepPoint:
+        """Plan one point; refused flags give a point with ``error`` set instead of raising."""
+        try:
+            return self._evaluate(point)
+        except VmemplanError as exc:
+            return SweepPoint(values=dict(point), weights_bytes=None, available_kv_cache_bytes=None,
+                              kv_cache_tokens=None, max_concurrency=None, starts=False, error=exc.message)
+
+    def _evaluate(self, point: Mapping[str, Any]) -> SweepPoint:
+        inputs = self._inputs(point)
+        shape = self._shape(inputs)
+        plan, req = shape.plan, shape.req
+        pool = plan.pool
+        if (req.pipeline_parallel_size > 1 or pool is None or not pool.groups
+                or pool.ctx is None or pool.ctx.num_gpu_blocks_override is not None
+                or not pool.ctx.reserve_null_block):
+            return self._full(inputs, point)
+        return self._tail(point, inputs, shape)
+
+    def _tail(self, point: Mapping[str, Any], inputs: Any, shape: _Shape) -> SweepPoint:
+        """Re-budget a shape's plan for this point's utilization / KV memory (pp = 1)."""
+        from vmemplan.laws.budget import available_kv_cache_bytes, requested_memory_bytes
+        from vmemplan.laws.kv_pool import _tokens
+
+        plan, req = shape.plan, shape.req
+        rules = req.rules
+        util = inputs.gpu_memory_utilization
+        if util is None:
+            util = rules.defaults.gpu_memory_utilization.value
+        if not 0 < util <= 1:
+            raise UsageError(f"--gpu-memory-utilization {util} is outside (0, 1]")
+        kv_mem = inputs.kv_cache_memory_bytes
+        r = plan.per_rank
+        total = plan.gpu_total_memory_bytes
+        requested = requested_memory_bytes(total, util, rounding=rules.budget.requested_rounding)
+        if kv_mem is not None:
+            avail = kv_mem
+        else:
+            avail = available_kv_cache_bytes(
+                requested_bytes=requested, weights_bytes=r.weights_bytes, activation_peak_bytes=r.activation_peak_bytes,
+                non_torch_bytes=r.non_torch_bytes, cuda_graph_estimate_bytes=r.cuda_graph_bytes,
+                subtract_cuda_graph=r.cuda_graph_subtracted, formula=rules.budget.formula,
+                pre_budget_bytes=r.pre_budget_bytes,
+            ).available_bytes
+        pool = plan.pool
+        a = max(avail, 0)
+        bb, bpr = pool.block_bytes, pool.blocks_per_request
+        num_blocks = a // bb if a > 0 else 0
+        conc = num_blocks / bpr if bpr else 0.0
+        tokens = _tokens(num_blocks, conc, pool.groups, pool.ctx)
+        check = a - bb
+        if a <= 0 or check <= 0:
+            fits = False
+            if a <= 0:
+                num_blocks, conc, tokens = 0, 0.0, 0
+        else:
+            fits = pool.needed_bytes <= check
+        reason = None
+        if requested + r.pre_budget_bytes > total and kv_mem is None:
+            reason = "the budget plus what vLLM holds before it exceeds the GPU"
+        elif r.weights_bytes > requested:
+            reason = "the weights do not fit the budget"
+        elif avail <= 0:
+            reason = "No available memory for the cache blocks"
+        elif not fits:
+            reason = "one max_model_len request needs more KV cache than is available"
+        return SweepPoint(values=dict(point), weights_bytes=r.weights_bytes, available_kv_cache_bytes=avail,
+                          kv_cache_tokens=tokens, max_concurrency=conc, starts=reason is None,
+                          num_blocks=num_blocks,
+                          concurrency_at_request_tokens=self._concurrency(plan, num_blocks, shape.blocks_for_request),
+                          reason=reason)
+
+
+def run_sweep(evaluator: SweepEvaluator, varies: Sequence[Vary]) -> list[SweepPoint]:
+    """Evaluate every grid point, in grid order.  GPU names are checked up front."""
+    if evaluator.base.get("gpu") is not None:
+        evaluator.registry.gpu(evaluator.base["gpu"])
+    for v in varies:
+        if v.flag.field == "gpu":
+            for g in v.values:
+                evaluator.registry.gpu(g)
+    return [evaluator.evaluate(p) for p in build_grid(varies)]
+
+
+# --------------------------------------------------------------------------------------
+# Solve
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Target:
+    """What a deployment must reach: at least ``min_concurrency`` requests of ``request_tokens``
+    at once, and/or at least ``min_kv_tokens`` of KV cache."""
+
+    min_concurrency: int | None = None
+    request_tokens: int | None = None
+    min_kv_tokens: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.min_concurrency is None and self.min_kv_tokens is None:
+            raise UsageError("no target: give --min-concurrency N (with --request-tokens L) or --min-kv-tokens N")
+        if self.min_concurrency is not None and self.request_tokens is None:
+            raise UsageError("--min-concurrency needs --request-tokens L (the request length it is counted at)")
+
+    @property
+    def metric(self) -> str:
+        return "concurrency_at_request_tokens" if self.min_concurrency is not None else "kv_cache_tokens"
+
+    def describe(self) -> str:
+        parts = []
+        if self.min_concurrency is not None:
+            parts.append(f"at least {self.min_concurrency} requests of {self.request_tokens:,} tokens at once")
+        if self.min_kv_tokens is not None:
+            parts.append(f"at least {self.min_kv_tokens:,} tokens of KV cache")
+        return " and ".join(parts)
+
+    def met(self, p: SweepPoint) -> bool:
+        if not p.starts or p.error:
+            return False
+        if self.min_concurrency is not None and (p.concurrency_at_request_tokens or 0) < self.min_concurrency:
+            return False
+        if self.min_kv_tokens is not None and (p.kv_cache_tokens or 0) < self.min_kv_tokens:
+            return False
+        return True
+
+
+@dataclass(frozen=True)
+class Lever:
+    """One single-flag change from the baseline point and what it does to the target figure."""
+
+    flag: str
+    from_value: Any
+    to_value: Any
+    before: float
+    after: float
+    meets: bool
+
+    @property
+    def gain(self) -> float:
+        return self.after - self.before
+
+
+@dataclass(frozen=True)
+class SolveResult:
+    target: Target
+    answer: SweepPoint | None
+    best: dict[str, Any]  # per varied flag: its best value among points that meet the target
+    meeting: int
+    levers: tuple[Lever, ...] = field(default=())
+
+    @property
+    def best_lever(self) -> Lever | None:
+        return self.levers[0] if self.levers else None
+
+    def to_json(self, varied: Sequence[str]) -> dict[str, Any]:
+        return {
+            "target": {"min_concurrency": self.target.min_concurrency, "request_tokens": self.target.request_tokens,
+                       "min_kv_tokens": self.target.min_kv_tokens},
+            "met": self.answer is not None,
+            "points_meeting": self.meeting,
+            "answer": self.answer.to_json(varied) if self.answer else None,
+            "best": self.best,
+            "levers": [{"flag": lv.flag, "from": lv.from_value, "to": lv.to_value, "before": lv.before,
+                        "after": lv.after, "meets": lv.meets} for lv in self.levers],
+        }
+
+
+_ORDER = ("gpu", "tensor_parallel_size", "pipeline_parallel_size", "max_model_len", "gpu_memory_utilization",
+          "kv_cache_memory_bytes")
+_DIRECTION = {"tensor_parallel_size": "min", "pipeline_parallel_size": "min", "gpu_memory_utilization": "min",
+              "kv_cache_memory_bytes": "min", "max_model_len": "max"}
+
+
+def _rank(varies: Sequence[Vary]) -> Any:
+    index = {v.flag.field: {val: i for i, val in enumerate(v.values)} for v in varies}
+    fields = [f for f in _ORDER if f in index] + [v.flag.field for v in varies if v.flag.field not in _ORDER]
+
+    def key(p: SweepPoint) -> tuple:
+        out = []
+        for f in fields:
+            val = p.values[f]
+            d = _DIRECTION.get(f)
+            out.append(val if d == "min" else -val if d == "max" else index[f][val])
+        return tuple(out)
+
+    return key
+
+
+def solve(points: Sequence[SweepPoint], varies: Sequence[Vary], target: Target) -> SolveResult:
+    """Pick the preferred point meeting ``target`` (see the module docstring), each flag's best
+    value among meeting points, and rank the single-flag levers from the first grid point."""
+    meeting = [p for p in points if target.met(p)]
+    key = _rank(varies)
+    answer = min(meeting, key=key) if meeting else None
+    best: dict[str, Any] = {}
+    for v in varies:
+        f = v.flag.field
+        vals = [p.values[f] for p in meeting]
+        if not vals:
+            continue
+        d = _DIRECTION.get(f)
+        if d == "min":
+            best[f] = min(vals)
+        elif d == "max":
+            best[f] = max(vals)
+        else:
+            order = {val: i for i, val in enumerate(v.values)}
+            best[f] = min(vals, key=lambda x: order[x])
+    metric = target.metric
+    by_values = {tuple(p.values[v.flag.field] for v in varies): p for p in points}
+    base_vals = tuple(v.values[0] for v in varies)
+    base = by_values.get(base_vals)
+    levers: list[Lever] = []
+    if base is not None:
+        before = float(base.output(metric) or 0) if base.starts else 0.0
+        for i, v in enumerate(varies):
+            best_lever = None
+            for val in v.values[1:]:
+                cand = by_values.get(base_vals[:i] + (val,) + base_vals[i + 1:])
+                if cand is None:
+                    continue
+                after = float(cand.output(metric) or 0) if cand.starts else 0.0
+                lv = Lever(v.flag.field, base_vals[i], val, before, after, target.met(cand))
+                if best_lever is None or (lv.meets, lv.gain) > (best_lever.meets, best_lever.gain):
+                    best_lever = lv
+            if best_lever is not None:
+                levers.append(best_lever)
+        levers.sort(key=lambda lv: (lv.meets, lv.gain), reverse=True)
+    return SolveResult(target=target, answer=answer, best=best, meeting=len(meeting), levers=tuple(levers))
