@@ -52,6 +52,11 @@ class PlanInputs(BaseModel):
     vllm_version: str | None = None
     request_tokens: int | None = Field(default=None, ge=1)
     enable_prefix_caching: bool | None = None
+    # multimodal and speculative decoding (JSON strings as vLLM takes them, or dicts)
+    limit_mm_per_prompt: str | dict[str, Any] | None = None
+    skip_mm_profiling: bool | None = None
+    mm_encoder_tp_mode: str | None = None
+    speculative_config: str | dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -81,6 +86,11 @@ class ResolvedRequest:
     warnings: tuple[str, ...] = field(default=())
     registry: Any = None
     notes: tuple[str, ...] = field(default=())
+    limit_mm_per_prompt: tuple[tuple[str, int], ...] = ()
+    skip_mm_profiling: bool = False
+    mm_encoder_tp_mode: str = "weights"
+    speculative: Any = None  # vmemplan.laws.speculative.SpeculativeConfig
+    draft_config: Any = None  # the drafter's ModelConfig (EAGLE head / draft model), when resolved
 
     @property
     def world_size(self) -> int:
@@ -116,7 +126,25 @@ def resolve(inputs: PlanInputs, *, registry: Registry | None = None, source: Mod
     if source is None:
         source = load_model_source(inputs.model, revision=inputs.revision,
                                    bundled_dir=registry.models_dir, progress=progress)
-    return resolve_with(inputs, registry=registry, source=source)
+    req = resolve_with(inputs, registry=registry, source=source)
+    spec = req.speculative
+    if spec is not None and spec.model and spec.method in ("eagle", "eagle3", "draft_model"):
+        # The drafter's config.json is resolved like the target's.
+        from dataclasses import replace
+
+        from vmemplan.errors import VmemplanError
+        from vmemplan.model_config import ModelConfig
+
+        try:
+            draft = load_model_source(spec.model, bundled_dir=registry.models_dir, progress=progress)
+            req = replace(req, draft_config=ModelConfig.from_dict(draft.config))
+        except VmemplanError as exc:
+            if spec.method == "draft_model":
+                raise
+            req = replace(req, warnings=req.warnings + (
+                f"drafter config {spec.model} unavailable ({exc.message}); the EAGLE head is sized as one "
+                "decoder layer of the target's width",))
+    return req
 
 
 def resolve_with(inputs: PlanInputs, *, registry: Registry, source: ModelSource) -> ResolvedRequest:
@@ -216,4 +244,24 @@ def resolve_with(inputs: PlanInputs, *, registry: Registry, source: ModelSource)
         enforce_eager=bool(enforce_eager), enable_prefix_caching=bool(prefix),
         kv_cache_memory_bytes=inputs.kv_cache_memory_bytes, defaulted=tuple(defaulted),
         warnings=tuple(warnings), registry=registry, notes=adapter_notes,
+        **_mm_and_spec(inputs, config),
     )
+
+
+def _mm_and_spec(inputs: PlanInputs, config: ModelConfig) -> dict[str, Any]:
+    """--limit-mm-per-prompt, --skip-mm-profiling, --mm-encoder-tp-mode and --speculative-config,
+    parsed as vLLM parses them (vllm/config/multimodal.py, vllm/config/speculative.py, 0.33.0)."""
+    from vmemplan.laws.multimodal import parse_limit_mm_per_prompt
+    from vmemplan.laws.speculative import parse_speculative_config
+
+    mode = inputs.mm_encoder_tp_mode or "weights"
+    if mode not in ("weights", "data"):
+        raise UsageError(f"unknown --mm-encoder-tp-mode {mode!r}", hint="weights or data")
+    nextn = config.text.get("num_nextn_predict_layers")
+    return {
+        "limit_mm_per_prompt": parse_limit_mm_per_prompt(inputs.limit_mm_per_prompt),
+        "skip_mm_profiling": bool(inputs.skip_mm_profiling),
+        "mm_encoder_tp_mode": mode,
+        "speculative": parse_speculative_config(
+            inputs.speculative_config, target_num_nextn_layers=nextn if isinstance(nextn, int) else None),
+    }

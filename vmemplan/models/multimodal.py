@@ -1,0 +1,671 @@
+"""Vision-language models: a text decoder with a vision encoder in front.
+
+Covers Qwen2.5-VL (and Qwen2-VL), Qwen3-VL, Mistral-3 / Pixtral-HF, Llava (CLIP tower) and
+Llama-3.2-Vision (Mllama: cross-attention layers).  The language model is the matching text
+adapter; the vision tower's tensors come from :class:`VisionEncoderMixin`, which other
+adapters (Gemma-3/4) can reuse through ``vision_weight_tensors(config, ctx)`` and
+``mm_profile(config, ctx)``.
+
+Rules mirrored from vLLM 0.33.0 (vllm/model_executor/models/qwen2_5_vl.py, qwen3_vl.py,
+pixtral.py, mistral3.py, clip.py, llava.py, siglip.py; Mllama from 0.6.6 / 0.10.1.1 mllama.py,
+since 0.33.0 no longer ships it):
+
+* the tower is built only when some modality it serves has a ``--limit-mm-per-prompt`` above 0
+  (vllm/model_executor/models/interfaces.py::SupportsMultiModal._mark_tower_model; 0.11.0
+  Qwen3-VL sets ``self.visual = None`` the same way);
+* ``--mm-encoder-tp-mode weights`` (default) shards the tower's linears over TP like the
+  decoder; ``data`` keeps full weights on every rank (``disable_tp``) and splits the images;
+* vision towers are kept at the model dtype: checkpoint quantization configs list them as
+  ignored, so they are marked not quantizable here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from vmemplan.errors import ModelConfigError, UsageError
+from vmemplan.laws import multimodal as mm_law
+from vmemplan.models.base import GraphContext, WeightTensor, register
+from vmemplan.models.dense import LlamaLike, Qwen2, Qwen3, pad_vocab
+
+__all__ = [
+    "VisionEncoderMixin",
+    "Qwen2_5_VL",
+    "Qwen3_VL",
+    "Mistral3",
+    "Llava",
+    "Mllama",
+    "qwen2_5_vl_tower",
+    "qwen3_vl_tower",
+    "pixtral_tower",
+    "clip_tower",
+    "siglip_tower",
+    "mllama_tower",
+    "mrope_cache_positions",
+]
+
+# transformers Qwen2VLImageProcessor defaults (size shortest_edge / longest_edge), used when the
+# config carries no processor limits (config.json does not; preprocessor_config.json does).
+QWEN2_VL_MIN_PIXELS = 56 * 56
+QWEN2_VL_MAX_PIXELS = 28 * 28 * 1280
+# transformers Qwen2VLImageProcessor is also the image processor of Qwen3-VL; its own
+# preprocessor_config.json ships size {shortest_edge 65536, longest_edge 16777216}
+# (transformers/models/qwen3_vl/processing_qwen3_vl.py uses Qwen2VLImageProcessorFast).
+
+
+def _vision(config: Any) -> Mapping[str, Any]:
+    vc = config.raw.get("vision_config")
+    if not isinstance(vc, Mapping):
+        raise ModelConfigError(f"{config.architecture}: config.json lacks vision_config")
+    return vc
+
+
+def _need(vc: Mapping[str, Any], *keys: str) -> int:
+    for k in keys:
+        v = vc.get(k)
+        if isinstance(v, int) and not isinstance(v, bool):
+            return v
+    raise ModelConfigError(f"config.json vision_config lacks {keys[0]!r}",
+                           hint="vmemplan needs the vision tower's dimensions")
+
+
+def _split(n: int, tp: int, what: str) -> int:
+    if n % tp:
+        raise UsageError(f"--tensor-parallel-size {tp} does not divide the vision tower's {what} ({n})",
+                         hint="use a divisor, or --mm-encoder-tp-mode data to keep the tower whole")
+    return n // tp
+
+
+def _enc(name: str, rows: int, cols: int = 1, count: int = 1) -> WeightTensor:
+    return WeightTensor(f"visual.{name}", "encoder", rows, cols, count)
+
+
+def _tower_tp(ctx: GraphContext) -> int:
+    return 1 if ctx.mm_encoder_tp_mode == "data" else ctx.tensor_parallel_size
+
+
+def mrope_cache_positions(config: Any, positions_factor: int = 4) -> tuple[int, int]:
+    """(positions, rotary_dim) of the multimodal rotary cache: ``max_position × 4`` rows.
+
+    Mirrors vllm/model_executor/layers/rotary_embedding/mrope.py::MRotaryEmbedding
+    (``cache_max_position_num = max_position_embeddings * positions_factor``, factor 4 from
+    get_rope's ``mrope_positions_factor``; 0.11.0 already used × 4)."""
+    text = config.text
+    partial = text.get("partial_rotary_factor", 1.0)
+    if not isinstance(partial, (int, float)) or partial <= 0:
+        partial = 1.0
+    return config.max_position_embeddings * positions_factor, int(config.head_dim * partial)
+
+
+def _uses_mrope(config: Any) -> bool:
+    rs = config.rope_scaling() or {}
+    return "mrope_section" in rs or str(rs.get("type", rs.get("rope_type", ""))) == "mrope"
+
+
+# --------------------------------------------------------------------------------------
+# Towers (pure shape lists)
+# --------------------------------------------------------------------------------------
+
+
+def qwen2_5_vl_tower(vc: Mapping[str, Any], tp: int) -> list[WeightTensor]:
+    """Qwen2.5-VL vision transformer (qwen2_5_vl.py::Qwen2_5_VisionTransformer, 0.33.0):
+    Conv3d patch embed (no bias), ``depth`` blocks of [RMSNorm ×2, qkv (bias), proj (bias),
+    gated MLP gate_up/down (bias)], a merger [RMSNorm, Linear(4c→4c), Linear(4c→out)] and a
+    rotary cache of 8192 × head_dim/2."""
+    c = _need(vc, "hidden_size", "embed_dim")
+    depth = _need(vc, "depth", "num_hidden_layers")
+    heads = _need(vc, "num_heads", "num_attention_heads")
+    inter = _need(vc, "intermediate_size")
+    out = _need(vc, "out_hidden_size")
+    patch = _need(vc, "patch_size", "spatial_patch_size")
+    tpatch = int(vc.get("temporal_patch_size", 2))
+    merge = int(vc.get("spatial_merge_size", 2))
+    chans = int(vc.get("in_chans", vc.get("in_channels", 3)))
+    _split(heads, tp, "attention heads")
+    qkv = 3 * _split(c, tp, "width")
+    i = _split(inter, tp, "MLP width")
+    m = c * merge * merge
+    return [
+        _enc("patch_embed.proj", c, chans * tpatch * patch * patch),
+        _enc("blocks.norm1+norm2", c, 1, 2 * depth),
+        _enc("blocks.attn.qkv", qkv, c, depth), _enc("blocks.attn.qkv.bias", qkv, 1, depth),
+        _enc("blocks.attn.proj", c, c // tp, depth), _enc("blocks.attn.proj.bias", c, 1, depth),
+        _enc("blocks.mlp.gate_up_proj", 2 * i, c, depth), _enc("blocks.mlp.gate_up_proj.bias", 2 * i, 1, depth),
+        _enc("blocks.mlp.down_proj", c, i, depth), _enc("blocks.mlp.down_proj.bias", c, 1, depth),
+        _enc("merger.ln_q", c),
+        _enc("merger.mlp.0", m // tp, m), _enc("merger.mlp.0.bias", m // tp),
+        _enc("merger.mlp.2", out, m // tp), _enc("merger.mlp.2.bias", out),
+        WeightTensor("visual.rotary_pos_emb.cos_sin_cache", "buffer", 8192, (c // heads) // 2),
+    ]
+
+
+def qwen3_vl_tower(vc: Mapping[str, Any], tp: int) -> list[WeightTensor]:
+    """Qwen3-VL vision transformer (qwen3_vl.py::Qwen3_VisionTransformer, 0.33.0): Conv3d
+    patch embed with bias, a learned position table (``num_position_embeddings`` × c),
+    ``depth`` blocks of [LayerNorm ×2 (weight+bias), qkv (bias), proj (bias), fc1/fc2 (bias)],
+    a merger and one deepstack merger per ``deepstack_visual_indexes`` entry (post-shuffle
+    LayerNorm of 4c), and a rotary cache of 8192 × head_dim/2."""
+    c = _need(vc, "hidden_size")
+    depth = _need(vc, "depth", "num_hidden_layers")
+    heads = _need(vc, "num_heads", "num_attention_heads")
+    inter = _need(vc, "intermediate_size")
+    out = _need(vc, "out_hidden_size")
+    patch = _need(vc, "patch_size")
+    tpatch = int(vc.get("temporal_patch_size", 2))
+    merge = int(vc.get("spatial_merge_size", 2))
+    chans = int(vc.get("in_channels", vc.get("in_chans", 3)))
+    npos = _need(vc, "num_position_embeddings")
+    deep = len(vc.get("deepstack_visual_indexes") or [])
+    _split(heads, tp, "attention heads")
+    qkv = 3 * _split(c, tp, "width")
+    i = _split(inter, tp, "MLP width")
+    m = c * merge * merge
+
+    def merger(prefix: str, norm_width: int, count: int) -> list[WeightTensor]:
+        if not count:
+            return []
+        return [
+            _enc(f"{prefix}.norm", norm_width, 1, 2 * count),
+            _enc(f"{prefix}.linear_fc1", m // tp, m, count), _enc(f"{prefix}.linear_fc1.bias", m // tp, 1, count),
+            _enc(f"{prefix}.linear_fc2", out, m // tp, count), _enc(f"{prefix}.linear_fc2.bias", out, 1, count),
+        ]
+
+    return [
+        _enc("patch_embed.proj", c, chans * tpatch * patch * patch), _enc("patch_embed.proj.bias", c),
+        _enc("pos_embed", npos, c),
+        _enc("blocks.norm1+norm2", c, 1, 4 * depth),  # LayerNorm weight + bias, twice
+        _enc("blocks.attn.qkv", qkv, c, depth), _enc("blocks.attn.qkv.bias", qkv, 1, depth),
+        _enc("blocks.attn.proj", c, c // tp, depth), _enc("blocks.attn.proj.bias", c, 1, depth),
+        _enc("blocks.mlp.linear_fc1", i, c, depth), _enc("blocks.mlp.linear_fc1.bias", i, 1, depth),
+        _enc("blocks.mlp.linear_fc2", c, i, depth), _enc("blocks.mlp.linear_fc2.bias", c, 1, depth),
+        *merger("merger", c, 1),
+        *merger("deepstack_merger_list", m, deep),
+        WeightTensor("visual.rotary_pos_emb.cos_sin_cache", "buffer", 8192, (c // heads) // 2),
+    ]
+
+
+def pixtral_tower(vc: Mapping[str, Any], tp: int, num_layers: int | None = None) -> list[WeightTensor]:
+    """Pixtral-HF vision encoder (pixtral.py::PixtralHFVisionModel, 0.33.0): Conv2d patch
+    embed (no bias), RMSNorm ln_pre, layers of [RMSNorm ×2, qkv, o_proj, gated MLP], no biases.
+    (The 2-D rotary table is a small fp32 buffer, not counted.)"""
+    c = _need(vc, "hidden_size")
+    layers = num_layers if num_layers is not None else _need(vc, "num_hidden_layers")
+    heads = _need(vc, "num_attention_heads")
+    hd = int(vc.get("head_dim") or c // heads)
+    inter = _need(vc, "intermediate_size")
+    patch = _need(vc, "patch_size")
+    chans = int(vc.get("num_channels", 3))
+    h = _split(heads, tp, "attention heads")
+    i = _split(inter, tp, "MLP width")
+    return [
+        _enc("patch_conv", c, chans * patch * patch),
+        _enc("ln_pre", c),
+        _enc("transformer.layers.attention_norm+ffn_norm", c, 1, 2 * layers),
+        _enc("transformer.layers.attention.qkv_proj", 3 * h * hd, c, layers),
+        _enc("transformer.layers.attention.o_proj", c, h * hd, layers),
+        _enc("transformer.layers.feed_forward.gate_up_proj", 2 * i, c, layers),
+        _enc("transformer.layers.feed_forward.down_proj", c, i, layers),
+    ]
+
+
+def _clip_like(vc: Mapping[str, Any], tp: int, layers: int, *, class_token: bool, pre_norm: bool,
+               post_norm: bool, prefix: str) -> list[WeightTensor]:
+    c = _need(vc, "hidden_size")
+    heads = _need(vc, "num_attention_heads")
+    inter = _need(vc, "intermediate_size")
+    patch = _need(vc, "patch_size")
+    size = _need(vc, "image_size")
+    chans = int(vc.get("num_channels", 3))
+    _split(heads, tp, "attention heads")
+    q = _split(c, tp, "width")
+    i = _split(inter, tp, "MLP width")
+    positions = (size // patch) ** 2 + (1 if class_token else 0)
+
+    def t(name: str, rows: int, cols: int = 1, count: int = 1) -> WeightTensor:
+        return WeightTensor(f"{prefix}.{name}", "encoder", rows, cols, count)
+
+    out = [
+        t("embeddings.patch_embedding", c, chans * patch * patch),
+        t("embeddings.position_embedding", positions, c),
+    ]
+    if class_token:
+        out.append(t("embeddings.class_embedding", c))
+    else:
+        out.append(t("embeddings.patch_embedding.bias", c))
+    if pre_norm:
+        out.append(t("pre_layrnorm", c, 1, 2))
+    out += [
+        t("encoder.layers.layer_norm1+layer_norm2", c, 1, 4 * layers),
+        t("encoder.layers.self_attn.qkv_proj", 3 * q, c, layers), t("encoder.layers.self_attn.qkv_proj.bias", 3 * q, 1, layers),
+        t("encoder.layers.self_attn.out_proj", c, q, layers), t("encoder.layers.self_attn.out_proj.bias", c, 1, layers),
+        t("encoder.layers.mlp.fc1", i, c, layers), t("encoder.layers.mlp.fc1.bias", i, 1, layers),
+        t("encoder.layers.mlp.fc2", c, i, layers), t("encoder.layers.mlp.fc2.bias", c, 1, layers),
+    ]
+    if post_norm:
+        out.append(t("post_layernorm", c, 1, 2))
+    return out
+
+
+def clip_tower(vc: Mapping[str, Any], tp: int, num_layers: int | None = None) -> list[WeightTensor]:
+    """CLIP vision tower (clip.py::CLIPVisionTransformer, 0.33.0): class token, Conv2d patch
+    embed (no bias), position table of patches + 1, pre-LayerNorm, layers with biased
+    qkv/out/fc1/fc2 and two LayerNorms; the post-LayerNorm only when every layer is used."""
+    total = _need(vc, "num_hidden_layers")
+    layers = total if num_layers is None else num_layers
+    return _clip_like(vc, tp, layers, class_token=True, pre_norm=True, post_norm=layers == total,
+                      prefix="vision_tower.vision_model")
+
+
+def siglip_tower(vc: Mapping[str, Any], tp: int, num_layers: int | None = None,
+                 post_norm: bool = True) -> list[WeightTensor]:
+    """SigLIP vision tower as Gemma-3 uses it (siglip.py::SiglipVisionTransformer, 0.33.0):
+    Conv2d patch embed with bias, position table of patches (no class token), layers as CLIP,
+    post-LayerNorm, no attention-pool head."""
+    total = _need(vc, "num_hidden_layers")
+    layers = total if num_layers is None else num_layers
+    return _clip_like(vc, tp, layers, class_token=False, pre_norm=False, post_norm=post_norm,
+                      prefix="vision_tower.vision_model")
+
+
+def mllama_tower(vc: Mapping[str, Any], tp: int, text_hidden: int) -> list[WeightTensor]:
+    """Llama-3.2-Vision encoder and projector (mllama.py::MllamaVisionModel, 0.6.6–0.10.x):
+    unfold + ColumnParallelLinear patch embed (no bias), class token, gated position table
+    ``P × c`` plus a tile-position table ``(aspect ratios + 1) × tiles·P·c`` (P = (image/patch)² + 1),
+    two gated aspect-ratio tables ``(aspect ratios + 1) × tiles·c``, pre/post LayerNorm, a local
+    transformer of ``num_hidden_layers`` and a gated global one of ``num_global_layers`` (qkv and
+    o without bias, CLIP MLP with bias), and the multimodal projector Linear(vision_output_dim →
+    text hidden, bias) with gathered output."""
+    c = _need(vc, "hidden_size")
+    local = _need(vc, "num_hidden_layers")
+    glob = _need(vc, "num_global_layers")
+    heads = _need(vc, "attention_heads", "num_attention_heads")
+    inter = _need(vc, "intermediate_size")
+    patch = _need(vc, "patch_size")
+    size = _need(vc, "image_size")
+    tiles = _need(vc, "max_num_tiles")
+    out_dim = _need(vc, "vision_output_dim")
+    chans = int(vc.get("num_channels", 3))
+    ratios = vc.get("supported_aspect_ratios")
+    n_ratios = len(ratios) if isinstance(ratios, list) and ratios else 8
+    n = local + glob
+    P = (size // patch) ** 2 + 1
+    _split(heads, tp, "attention heads")
+    q = _split(c, tp, "width")
+    i = _split(inter, tp, "MLP width")
+    return [
+        _enc("patch_embedding._linear", q, chans * patch * patch),
+        _enc("class_embedding", c),
+        _enc("gated_positional_embedding.embedding", P, c),
+        _enc("gated_positional_embedding.tile_embedding", n_ratios + 1, tiles * P * c),
+        _enc("gated_positional_embedding.gate", 1),
+        _enc("pre/post_tile_positional_embedding.embedding", n_ratios + 1, tiles * c, 2),
+        _enc("pre/post_tile_positional_embedding.gate", 1, 1, 2),
+        _enc("layernorm_pre+layernorm_post", c, 1, 4),
+        _enc("layers.self_attn.qkv_proj", 3 * q, c, n),
+        _enc("layers.self_attn.o_proj", c, q, n),
+        _enc("layers.mlp.fc1", i, c, n), _enc("layers.mlp.fc1.bias", i, 1, n),
+        _enc("layers.mlp.fc2", c, i, n), _enc("layers.mlp.fc2.bias", c, 1, n),
+        _enc("layers.input_layernorm+post_attention_layernorm", c, 1, 4 * n),
+        _enc("global_transformer.layers.gate_attn+gate_ffn", 1, 1, 2 * glob),
+        WeightTensor("multi_modal_projector", "encoder", text_hidden, out_dim),
+        WeightTensor("multi_modal_projector.bias", "encoder", text_hidden, 1),
+    ]
+
+
+# --------------------------------------------------------------------------------------
+# The mixin
+# --------------------------------------------------------------------------------------
+
+
+class VisionEncoderMixin:
+    """What a vision-language adapter adds to its text adapter.
+
+    Subclasses set ``modalities`` and implement ``vision_weight_tensors(config, ctx)``,
+    ``max_tokens_per_item(config, ctx)`` and ``encoder_dims(config)``; the mixin decides whether
+    the tower is built, prices the profile (:meth:`mm_profile`) and exposes it to the planner
+    through the ``multimodal_profile`` hook.
+    """
+
+    modalities: tuple[str, ...] = ("image",)
+    #: encoder input positions per output token, per modality (merge² for merged patches)
+    patches_per_token: int = 1
+
+    # -- to override -------------------------------------------------------------------
+    def vision_weight_tensors(self, config: Any, ctx: GraphContext) -> list[WeightTensor]:  # pragma: no cover
+        raise NotImplementedError
+
+    def max_tokens_per_item(self, config: Any, ctx: GraphContext) -> dict[str, int]:  # pragma: no cover
+        raise NotImplementedError
+
+    def encoder_dims(self, config: Any) -> tuple[int, int]:
+        """(hidden, intermediate) of the vision tower, for the activation estimate."""
+        vc = _vision(config)
+        return _need(vc, "hidden_size", "embed_dim"), _need(vc, "intermediate_size")
+
+    def encoder_output_width(self, config: Any) -> int:
+        """Width of one encoder output token held in the encoder cache (the LM hidden size)."""
+        return config.hidden_size
+
+    # -- provided ------------------------------------------------------------------------
+    def tower_built(self, ctx: GraphContext) -> bool:
+        """False when every modality the tower serves is limited to 0 per prompt
+        (interfaces.py::SupportsMultiModal._mark_tower_model, 0.33.0)."""
+        return any(mm_law.limit_for(ctx.limit_mm_per_prompt, m) > 0 for m in self.modalities)
+
+    def tower_tensors(self, config: Any, ctx: GraphContext) -> list[WeightTensor]:
+        return self.vision_weight_tensors(config, ctx) if self.tower_built(ctx) else []
+
+    def mm_profile(self, config: Any, ctx: GraphContext, *, hidden_buffers: float = 3.0,
+                   intermediate_buffers: float = 3.0) -> mm_law.MmProfile:
+        """The encoder budget and the profile-time bytes for this deployment (see
+        :func:`vmemplan.laws.multimodal.mm_profile`)."""
+        from vmemplan.model_config import dtype_bytes
+
+        hidden, inter = self.encoder_dims(config)
+        tokens = self.max_tokens_per_item(config, ctx) if self.tower_built(ctx) else {}
+        return mm_law.mm_profile(
+            tokens, ctx.limit_mm_per_prompt, max_num_batched_tokens=ctx.max_num_batched_tokens,
+            max_model_len=ctx.max_model_len, max_num_seqs=ctx.max_num_seqs,
+            patches_per_token=self.patches_per_token, encoder_hidden_size=hidden,
+            encoder_intermediate_size=inter, output_width=self.encoder_output_width(config),
+            hidden_buffers=hidden_buffers, intermediate_buffers=intermediate_buffers,
+            dtype_bytes=dtype_bytes(ctx.model_dtype), tensor_parallel_size=ctx.tensor_parallel_size,
+            data_parallel_encoder=ctx.mm_encoder_tp_mode == "data", skip_mm_profiling=ctx.skip_mm_profiling,
+        )
+
+    def multimodal_profile(self, ctx: GraphContext, *, hidden_buffers: float = 3.0,
+                           intermediate_buffers: float = 3.0) -> mm_law.MmProfile | None:
+        """Planner hook (see base.Adapter.multimodal_profile)."""
+        return self.mm_profile(self.config, ctx, hidden_buffers=hidden_buffers,  # type: ignore[attr-defined]
+                               intermediate_buffers=intermediate_buffers)
+
+
+# --------------------------------------------------------------------------------------
+# Qwen-VL
+# --------------------------------------------------------------------------------------
+
+
+class _QwenVLBase(VisionEncoderMixin):
+    modalities = ("image", "video")
+
+    def pixel_limits(self, config: Any) -> tuple[int, int]:
+        """(min_pixels, max_pixels): from the config when it carries them (``min_pixels`` /
+        ``max_pixels`` at the top level or in vision_config, as a preprocessor_config.json
+        would), else transformers' Qwen2VLImageProcessor defaults (56², 28²·1280)."""
+        vc = _vision(config)
+        lo = vc.get("min_pixels", config.raw.get("min_pixels", QWEN2_VL_MIN_PIXELS))
+        hi = vc.get("max_pixels", config.raw.get("max_pixels", QWEN2_VL_MAX_PIXELS))
+        return int(lo), int(hi)
+
+    @property
+    def patches_per_token(self) -> int:  # type: ignore[override]
+        merge = int(_vision(self.config).get("spatial_merge_size", 2))  # type: ignore[attr-defined]
+        return merge * merge
+
+    def max_tokens_per_item(self, config: Any, ctx: GraphContext) -> dict[str, int]:
+        """Largest image and video, as Qwen2VLProcessingInfo.get_mm_max_tokens_per_item
+        (0.33.0) computes them with ``seq_len = max_model_len`` and one video."""
+        vc = _vision(config)
+        patch = _need(vc, "patch_size", "spatial_patch_size")
+        merge = int(vc.get("spatial_merge_size", 2))
+        tpatch = int(vc.get("temporal_patch_size", 2))
+        lo, hi = self.pixel_limits(config)
+        out: dict[str, int] = {}
+        if mm_law.limit_for(ctx.limit_mm_per_prompt, "image") > 0:
+            out["image"] = mm_law.qwen_vl_max_image_tokens(patch_size=patch, merge_size=merge, min_pixels=lo,
+                                                           max_pixels=hi, temporal_patch_size=tpatch)
+        if mm_law.limit_for(ctx.limit_mm_per_prompt, "video") > 0:
+            out["video"] = mm_law.qwen_vl_max_video_tokens(seq_len=ctx.max_model_len, max_videos=1,
+                                                           patch_size=patch, merge_size=merge,
+                                                           temporal_patch_size=tpatch, min_pixels=lo,
+                                                           max_pixels=hi)
+        return out
+
+    def _with_mrope(self, tensors: list[WeightTensor]) -> list[WeightTensor]:
+        cfg = self.config  # type: ignore[attr-defined]
+        if not _uses_mrope(cfg):
+            return tensors
+        positions, dim = mrope_cache_positions(cfg)
+        return [WeightTensor(t.name, t.kind, positions, dim) if t.name == "rotary_emb.cos_sin_cache" else t
+                for t in tensors]
+
+    def notes(self) -> tuple[str, ...]:
+        lo, hi = self.pixel_limits(self.config)  # type: ignore[attr-defined]
+        src = "config" if ("max_pixels" in self.config.raw or "max_pixels" in _vision(self.config)) \
+            else "transformers Qwen2VLImageProcessor defaults"  # type: ignore[attr-defined]
+        return (f"image pixel limits {lo}..{hi} ({src}); a checkpoint's preprocessor_config.json "
+                "may allow larger images (more tokens per item, a larger encoder budget)",)
+
+
+@register
+class Qwen2_5_VL(_QwenVLBase, Qwen2):
+    """Qwen2-VL / Qwen2.5-VL: the Qwen2 decoder with M-RoPE plus the window-attention ViT."""
+
+    architectures = ("Qwen2_5_VLForConditionalGeneration", "Qwen2VLForConditionalGeneration")
+
+    def vision_weight_tensors(self, config: Any, ctx: GraphContext) -> list[WeightTensor]:
+        return qwen2_5_vl_tower(_vision(config), _tower_tp(ctx))
+
+    def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
+        return self._with_mrope(super().weight_tensors(ctx)) + self.tower_tensors(self.config, ctx)
+
+
+@register
+class Qwen3_VL(_QwenVLBase, Qwen3):
+    """Qwen3-VL (dense text): the Qwen3 decoder with interleaved M-RoPE plus the deepstack ViT.
+
+    The encoder output held per token is ``out_hidden × (1 + deepstack levels)`` wide."""
+
+    architectures = ("Qwen3VLForConditionalGeneration", "Qwen3VLForEmbedding")
+
+    def vision_weight_tensors(self, config: Any, ctx: GraphContext) -> list[WeightTensor]:
+        return qwen3_vl_tower(_vision(config), _tower_tp(ctx))
+
+    def encoder_output_width(self, config: Any) -> int:
+        vc = _vision(config)
+        return _need(vc, "out_hidden_size") * (1 + len(vc.get("deepstack_visual_indexes") or []))
+
+    def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
+        return self._with_mrope(super().weight_tensors(ctx)) + self.tower_tensors(self.config, ctx)
+
+
+# --------------------------------------------------------------------------------------
+# Mistral-3 / Pixtral, Llava
+# --------------------------------------------------------------------------------------
+
+
+def _feature_layers(raw: Mapping[str, Any], total: int) -> int:
+    """Layers of the tower that run: ``vision_feature_layer`` as vLLM indexes it
+    (vision.py::get_layer_index: negative counts from the end, inclusive)."""
+    fl = raw.get("vision_feature_layer", -1)
+    idx = fl if isinstance(fl, int) else max(fl) if isinstance(fl, list) and fl else -1
+    return total + idx + 1 if idx < 0 else idx
+
+
+@register
+class Mistral3(VisionEncoderMixin, LlamaLike):
+    """Mistral-3 (Mistral-Small-3.1, Ministral-3) and Pixtral-HF: a Mistral decoder plus the
+    Pixtral encoder and the patch-merging projector (mistral3.py, 0.33.0)."""
+
+    architectures = ("Mistral3ForConditionalGeneration", "PixtralForConditionalGeneration")
+
+    @property
+    def patches_per_token(self) -> int:  # type: ignore[override]
+        m = int(self.config.raw.get("spatial_merge_size", 1))
+        return m * m
+
+    def vision_weight_tensors(self, config: Any, ctx: GraphContext) -> list[WeightTensor]:
+        vc = _vision(config)
+        tp = _tower_tp(ctx)
+        layers = _feature_layers(config.raw, _need(vc, "num_hidden_layers"))
+        out = pixtral_tower(vc, tp, layers)
+        c = _need(vc, "hidden_size")
+        h = config.hidden_size
+        merge = int(config.raw.get("spatial_merge_size", 1))
+        bias = bool(config.raw.get("multimodal_projector_bias", True))
+        out += [WeightTensor("multi_modal_projector.norm", "encoder", c, 1)]
+        if merge > 1:
+            out.append(WeightTensor("multi_modal_projector.patch_merger.merging_layer", "encoder", c, c * merge * merge))
+        out += [
+            WeightTensor("multi_modal_projector.linear_1", "encoder", h // ctx.tensor_parallel_size, c),
+            WeightTensor("multi_modal_projector.linear_2", "encoder", h, h // ctx.tensor_parallel_size),
+        ]
+        if bias:
+            out += [WeightTensor("multi_modal_projector.linear_1.bias", "encoder", h // ctx.tensor_parallel_size, 1),
+                    WeightTensor("multi_modal_projector.linear_2.bias", "encoder", h, 1)]
+        return out
+
+    def max_tokens_per_item(self, config: Any, ctx: GraphContext) -> dict[str, int]:
+        vc = _vision(config)
+        size = _need(vc, "image_size")
+        return {"image": mm_law.pixtral_image_tokens(size, size, image_size=size, patch_size=_need(vc, "patch_size"),
+                                                     spatial_merge_size=int(config.raw.get("spatial_merge_size", 1)))}
+
+    def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
+        return super().weight_tensors(ctx) + self.tower_tensors(self.config, ctx)
+
+
+@register
+class Llava(VisionEncoderMixin, LlamaLike):
+    """Llava-1.5 style: a Llama/Mistral decoder plus a CLIP tower up to ``vision_feature_layer``
+    and a two-layer projector (llava.py, 0.33.0)."""
+
+    architectures = ("LlavaForConditionalGeneration",)
+
+    def vision_weight_tensors(self, config: Any, ctx: GraphContext) -> list[WeightTensor]:
+        vc = _vision(config)
+        tp = _tower_tp(ctx)
+        layers = _feature_layers(config.raw, _need(vc, "num_hidden_layers"))
+        if str(vc.get("model_type", "clip_vision_model")).startswith("siglip"):
+            out = siglip_tower(vc, tp, layers, post_norm=layers == _need(vc, "num_hidden_layers"))
+        else:
+            out = clip_tower(vc, tp, layers)
+        c = _need(vc, "hidden_size")
+        h = config.hidden_size
+        tp_lm = ctx.tensor_parallel_size
+        out += [WeightTensor("multi_modal_projector.linear_1", "encoder", h // tp_lm, c),
+                WeightTensor("multi_modal_projector.linear_2", "encoder", h, h // tp_lm)]
+        if bool(config.raw.get("multimodal_projector_bias", True)):
+            out += [WeightTensor("multi_modal_projector.linear_1.bias", "encoder", h // tp_lm, 1),
+                    WeightTensor("multi_modal_projector.linear_2.bias", "encoder", h, 1)]
+        return out
+
+    def max_tokens_per_item(self, config: Any, ctx: GraphContext) -> dict[str, int]:
+        """CLIP patches, minus the class token under the ``default`` feature-select strategy
+        (llava.py::LlavaProcessingInfo.get_num_image_tokens, 0.33.0)."""
+        vc = _vision(config)
+        n = (_need(vc, "image_size") // _need(vc, "patch_size")) ** 2
+        if config.raw.get("vision_feature_select_strategy", "default") == "full":
+            n += 1
+        return {"image": n}
+
+    def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
+        return super().weight_tensors(ctx) + self.tower_tensors(self.config, ctx)
+
+
+# --------------------------------------------------------------------------------------
+# Llama-3.2-Vision (Mllama)
+# --------------------------------------------------------------------------------------
+
+
+@register
+class Mllama(VisionEncoderMixin, LlamaLike):
+    """Llama-3.2-Vision: a Llama decoder whose ``cross_attention_layers`` attend to the image
+    encoder's output instead of the text (mllama.py, vLLM 0.6.6–0.10.1.1; removed from later
+    releases, so 0.33.0 refuses this architecture).
+
+    Cross-attention layers: fused qkv from the hidden state, o_proj, per-head q/k RMSNorm, two
+    RMSNorms, the gated MLP and two scalar tanh gates; their KV cache holds encoder tokens
+    (:class:`CrossAttentionSpec`).  The embedding has 8 extra rows for the image tokens.
+    """
+
+    architectures = ("MllamaForConditionalGeneration",)
+
+    def cross_layers(self) -> set[int]:
+        layers = self.config.text.get("cross_attention_layers") or []
+        return {int(i) for i in layers}
+
+    def encoder_dims(self, config: Any) -> tuple[int, int]:
+        vc = _vision(config)
+        return _need(vc, "hidden_size"), _need(vc, "intermediate_size")
+
+    def vision_weight_tensors(self, config: Any, ctx: GraphContext) -> list[WeightTensor]:
+        return mllama_tower(_vision(config), _tower_tp(ctx), config.hidden_size)
+
+    def max_tokens_per_item(self, config: Any, ctx: GraphContext) -> dict[str, int]:
+        """``max_num_tiles × ((image_size / patch)² + 1)`` (mllama.py::get_max_mllama_image_tokens)."""
+        vc = _vision(config)
+        per_tile = (_need(vc, "image_size") // _need(vc, "patch_size")) ** 2 + 1
+        return {"image": _need(vc, "max_num_tiles") * per_tile}
+
+    def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
+        cfg = self.config
+        tp = ctx.tensor_parallel_size
+        h, hd = cfg.hidden_size, cfg.head_dim
+        q_rows = cfg.num_attention_heads // tp * hd
+        kv_rows = self.kv_heads_per_rank(tp) * hd
+        inter = cfg.intermediate_size // tp
+        start, end = self.layer_range(ctx)
+        cross = sum(1 for i in range(start, end) if i in self.cross_layers())
+        n = end - start
+        first = ctx.pipeline_rank == 0
+        last = ctx.pipeline_rank == ctx.pipeline_parallel_size - 1
+        out: list[WeightTensor] = []
+        if first:
+            out.append(WeightTensor("model.embed_tokens", "embedding", pad_vocab(cfg.vocab_size + 8) // tp, h))
+        if n:
+            out += [
+                WeightTensor("qkv_proj", "linear", q_rows + 2 * kv_rows, h, n, True, in_features_full=h),
+                WeightTensor("o_proj", "linear", h, q_rows, n, True, in_features_full=cfg.num_attention_heads * hd),
+                WeightTensor("mlp.gate_up_proj", "linear", 2 * inter, h, n, True, in_features_full=h),
+                WeightTensor("mlp.down_proj", "linear", h, inter, n, True, in_features_full=cfg.intermediate_size),
+                WeightTensor("input_layernorm+post_attention_layernorm", "norm", h, 1, 2 * n),
+            ]
+            if cross:
+                out += [WeightTensor("cross_attn.q_norm+k_norm", "norm", hd, 1, 2 * cross),
+                        WeightTensor("cross_attn_attn_gate+cross_attn_mlp_gate", "norm", 1, 1, 2 * cross)]
+            positions, rotary_dim = _rope(cfg)
+            out.append(WeightTensor("rotary_emb.cos_sin_cache", "buffer", positions, rotary_dim))
+        if last:
+            out += [WeightTensor("model.norm", "norm", h, 1),
+                    WeightTensor("lm_head", "lm_head", pad_vocab(cfg.vocab_size) // tp, h)]
+        return out + self.tower_tensors(cfg, ctx)
+
+    def kv_cache_specs(self, ctx: GraphContext) -> dict[str, Any]:
+        """Self-attention layers: FullAttentionSpec; cross-attention layers: CrossAttentionSpec
+        (cached encoder tokens, ``cdiv(max_num_encoder_input_tokens, block)`` pages)."""
+        from vmemplan.laws.kv_specs import CrossAttentionSpec, FullAttentionSpec, kv_dtype_bytes
+        from vmemplan.model_config import dtype_bytes
+
+        cfg = self.config
+        heads = self.kv_heads_per_rank(ctx.tensor_parallel_size)
+        nbytes = kv_dtype_bytes(ctx.cache_dtype, dtype_bytes(ctx.model_dtype))
+        cache_dtype = ctx.model_dtype if ctx.cache_dtype == "auto" else ctx.cache_dtype
+        start, end = self.layer_range(ctx)
+        specs: dict[str, Any] = {}
+        for i in range(start, end):
+            if i in self.cross_layers():
+                specs[f"language_model.model.layers.{i}.cross_attn.attn"] = CrossAttentionSpec(
+                    block_size=ctx.block_size, num_kv_heads=heads, head_size=cfg.head_dim,
+                    cache_dtype=cache_dtype, dtype_bytes=nbytes)
+            else:
+                specs[f"language_model.model.layers.{i}.self_attn.attn"] = FullAttentionSpec(
+                    block_size=ctx.block_size, num_kv_heads=heads, head_size=cfg.head_dim,
+                    cache_dtype=cache_dtype, dtype_bytes=nbytes)
+        return specs
+
+    def prefix_caching_supported(self) -> bool:
+        return False  # encoder-decoder (vllm/config/model.py::is_prefix_caching_supported)
+
+    def notes(self) -> tuple[str, ...]:
+        return ("MllamaForConditionalGeneration was removed from vLLM after 0.10.x; figures follow "
+                "the 0.6.6–0.10.1.1 model file",)
+
+
+def _rope(cfg: Any) -> tuple[int, int]:
+    from vmemplan.models.base import rope_cache_positions
+
+    return rope_cache_positions(cfg)
+
+
