@@ -19,7 +19,8 @@ __all__ = ["ModelConfig", "DTYPE_BYTES", "dtype_bytes"]
 DTYPE_BYTES: dict[str, int] = {
     "float32": 4, "float": 4, "fp32": 4,
     "bfloat16": 2, "bf16": 2, "float16": 2, "half": 2, "fp16": 2,
-    "float8_e4m3fn": 1, "fp8": 1, "int8": 1, "uint8": 1,
+    "float8_e4m3fn": 1, "float8_e5m2": 1, "fp8": 1, "int8": 1, "uint8": 1,
+    "int32": 4, "int64": 8, "int16": 2,
 }
 
 

@@ -43,6 +43,12 @@ def _graph_context(req: ResolvedRequest, pp_rank: int) -> GraphContext:
         enable_prefix_caching=req.enable_prefix_caching,
         max_num_batched_tokens=req.max_num_batched_tokens,
         max_num_seqs=req.max_num_seqs,
+        quantization=req.inputs.quantization,
+        data_parallel_size=req.inputs.data_parallel_size or 1,
+        enable_expert_parallel=bool(req.inputs.enable_expert_parallel),
+        enable_eplb=bool(req.inputs.enable_eplb),
+        num_redundant_experts=req.inputs.num_redundant_experts or 0,
+        decode_context_parallel_size=req.inputs.decode_context_parallel_size or 1,
         **_mm_spec_fields(req),
     )
 
@@ -89,6 +95,7 @@ def _pool_context(req: ResolvedRequest) -> Any:
         pipeline_parallel_size=req.pipeline_parallel_size,
         kv_cache_layout=req.adapter.kv_cache_layout(_graph_context(req, 0)),
         num_speculative_tokens=_mm_spec_fields(req)["num_speculative_tokens"],
+        decode_context_parallel_size=req.inputs.decode_context_parallel_size or 1,
     )
 
 
@@ -133,12 +140,20 @@ def plan_memory(req: ResolvedRequest) -> MemoryPlan:
     for stage in range(pp):
         ctx = _graph_context(req, stage)
         wb = weight_bytes_per_rank(adapter.weight_tensors(ctx) + _drafter(req, ctx)[0], model_dtype=req.dtype,
-                                   allocator_rounding=True)
-        stages.append((ctx, wb))
-    prov.append(Provenance("weights_bytes", max(w.total_bytes for _, w in stages), "exact",
+                                   scheme=req.quant_scheme, allocator_rounding=True)
+        # EPLB's redundant expert copies (and its state buffers) are loaded with the weights but
+        # reported apart, so that the total counts them once (vllm/distributed/eplb/eplb_state.py).
+        eplb = weight_bytes_per_rank(adapter.eplb_tensors(ctx), model_dtype=req.dtype,
+                                     scheme=req.quant_scheme, allocator_rounding=True).total_bytes
+        stages.append((ctx, wb, eplb))
+    scheme_text = req.quant_scheme.describe() if req.quant_scheme is not None else f"{req.dtype} (unquantized)"
+    slack = max(w.total_bytes - w.unrounded_bytes for _, w, _ in stages)
+    prov.append(Provenance("weights_bytes", max(w.total_bytes for _, w, _ in stages), "exact",
                            f"{adapter.__class__.__name__} tensors at {req.dtype}, sharded over tp={tp}, pp={pp} "
                            "(vllm/model_executor/models + vocab_parallel_embedding.py, 0.33.0); "
-                           f"{'generic decoder fallback' if adapter.fidelity == 'generic' else 'architecture adapter'}"))
+                           f"{'generic decoder fallback' if adapter.fidelity == 'generic' else 'architecture adapter'}; "
+                           f"scheme: {scheme_text}; includes {slack:,} B of CUDA caching-allocator rounding "
+                           "(2 MiB segments, c10/cuda/CUDACachingAllocator.cpp)"))
 
     # --- activation peak (profile run) -----------------------------------------------
     # The dummy step's size: max_num_batched_tokens under chunked prefill; releases that
@@ -215,24 +230,24 @@ def plan_memory(req: ResolvedRequest) -> MemoryPlan:
                            f"registry gpus.yaml {req.gpu.id}: CUDA-reported total ({req.gpu.total_memory_evidence})"))
     ranks: list[PerRank] = []
     workers: list[tuple[dict[str, Any], int]] = []
-    for ctx, wb in stages:
+    for ctx, wb, eplb in stages:
         last = ctx.pipeline_rank == pp - 1
         stage_act = activation.peak_bytes if last else activation.forward_bytes
         if req.kv_cache_memory_bytes is not None:
             avail = req.kv_cache_memory_bytes
-            non_kv = wb.total_bytes + stage_act + non_torch
+            non_kv = wb.total_bytes + eplb + stage_act + non_torch
         else:
             a = available_kv_cache_bytes(
-                requested_bytes=requested, weights_bytes=wb.total_bytes, activation_peak_bytes=stage_act,
+                requested_bytes=requested, weights_bytes=wb.total_bytes + eplb, activation_peak_bytes=stage_act,
                 non_torch_bytes=non_torch, cuda_graph_estimate_bytes=cg.total_bytes,
                 subtract_cuda_graph=subtract_cg, formula=rules.budget.formula,
                 pre_budget_bytes=pre.total_bytes,
             )
             avail, non_kv = a.available_bytes, a.non_kv_bytes
-        fixed = wb.total_bytes + stage_act + cg.total_bytes
+        fixed = wb.total_bytes + eplb + stage_act + cg.total_bytes
         ranks.append(PerRank(
             weights_bytes=wb.total_bytes, activation_peak_bytes=stage_act, cuda_graph_bytes=cg.total_bytes,
-            eplb_bytes=0, comm_buffer_bytes=0, non_torch_bytes=non_torch, fixed_total_bytes=fixed,
+            eplb_bytes=eplb, comm_buffer_bytes=0, non_torch_bytes=non_torch, fixed_total_bytes=fixed,
             pre_budget_bytes=pre.total_bytes, requested_memory_bytes=requested,
             available_kv_cache_bytes=avail, cuda_graph_subtracted=subtract_cg,
             communicator_bytes=pre.communicator_bytes, cuda_context_bytes=pre.cuda_context_bytes,

@@ -57,6 +57,13 @@ class PlanInputs(BaseModel):
     skip_mm_profiling: bool | None = None
     mm_encoder_tp_mode: str | None = None
     speculative_config: str | dict[str, Any] | None = None
+    # quantization and parallel layouts
+    quantization: str | None = None
+    data_parallel_size: int | None = Field(default=None, ge=1)
+    enable_expert_parallel: bool | None = None
+    enable_eplb: bool | None = None
+    num_redundant_experts: int | None = Field(default=None, ge=0)
+    decode_context_parallel_size: int | None = Field(default=None, ge=1)
 
 
 @dataclass(frozen=True)
@@ -91,6 +98,7 @@ class ResolvedRequest:
     mm_encoder_tp_mode: str = "weights"
     speculative: Any = None  # vmemplan.laws.speculative.SpeculativeConfig
     draft_config: Any = None  # the drafter's ModelConfig (EAGLE head / draft model), when resolved
+    quant_scheme: Any = None  # vmemplan.laws.quant.QuantScheme, None for 16-bit weights
 
     @property
     def world_size(self) -> int:
@@ -235,7 +243,15 @@ def resolve_with(inputs: PlanInputs, *, registry: Registry, source: ModelSource)
     if inputs.block_size is not None and resolved_block != inputs.block_size:
         warnings.append(f"--block-size {inputs.block_size} becomes {resolved_block}, as vLLM's backend requires")
     block_size = resolved_block
+    _check_layout(inputs, tp)
+    from vmemplan.laws.quant import scheme_for
+
+    quant_scheme = scheme_for(config.quantization_config, source.extra, inputs.quantization,
+                              sm_major=gpu.sm_major)
+    if quant_scheme is not None:
+        adapter_notes = (*adapter_notes, f"weights: {quant_scheme.describe()}")
     return ResolvedRequest(
+        quant_scheme=quant_scheme,
         inputs=inputs, source=source, config=config, adapter=adapter, gpu=gpu, rules=rules,
         vllm_version=inputs.vllm_version or rules.max_version or rules.min_version,
         dtype=dtype, gpu_memory_utilization=float(util), max_model_len=int(max_model_len),
@@ -246,6 +262,19 @@ def resolve_with(inputs: PlanInputs, *, registry: Registry, source: ModelSource)
         warnings=tuple(warnings), registry=registry, notes=adapter_notes,
         **_mm_and_spec(inputs, config),
     )
+
+
+def _check_layout(inputs: PlanInputs, tp: int) -> None:
+    """Reject parallel layouts vLLM rejects (vllm/config/parallel.py::ParallelConfig, 0.33.0)."""
+    if inputs.enable_eplb and not inputs.enable_expert_parallel:
+        raise UsageError("--enable-eplb needs --enable-expert-parallel",
+                         hint="EPLB balances experts across expert-parallel ranks")
+    if inputs.num_redundant_experts and not inputs.enable_eplb:
+        raise UsageError("--num-redundant-experts needs --enable-eplb")
+    dcp = inputs.decode_context_parallel_size or 1
+    if tp % dcp:
+        raise UsageError(f"--decode-context-parallel-size {dcp} must divide --tensor-parallel-size {tp}",
+                         hint="decode context parallelism shards tokens inside the tensor-parallel group")
 
 
 def _mm_and_spec(inputs: PlanInputs, config: ModelConfig) -> dict[str, Any]:

@@ -106,3 +106,18 @@ MmEncoderTpModeOpt = Annotated[Optional[str], typer.Option(
 SpeculativeConfigOpt = Annotated[Optional[str], typer.Option(
     "--speculative-config", help='Speculative decoding as JSON like vLLM, e.g. \'{"method": "eagle3", "model": '
     '"ORG/HEAD", "num_speculative_tokens": 3}\' (eagle, eagle3, mtp, draft_model, ngram, ...).', show_default=False)]
+QuantizationOpt = Annotated[Optional[str], typer.Option(
+    "--quantization", "-q", help="Online quantization, e.g. fp8 (a checkpoint's own scheme is read from its config).",
+    show_default=False)]
+DpOpt = Annotated[Optional[int], typer.Option("--data-parallel-size", "-dp", help="Data-parallel replicas.",
+                                              show_default=False)]
+EpOpt = Annotated[Optional[bool], typer.Option("--enable-expert-parallel/--no-enable-expert-parallel",
+                                               help="Whole experts per rank instead of a slice of every expert.",
+                                               show_default=False)]
+EplbOpt = Annotated[Optional[bool], typer.Option("--enable-eplb/--no-enable-eplb",
+                                                 help="Expert-parallel load balancing.", show_default=False)]
+RedundantOpt = Annotated[Optional[int], typer.Option("--num-redundant-experts",
+                                                     help="Redundant expert copies for EPLB.", show_default=False)]
+DcpOpt = Annotated[Optional[int], typer.Option("--decode-context-parallel-size", "-dcp",
+                                               help="Decode context parallelism: KV tokens sharded across this group.",
+                                               show_default=False)]

@@ -11,6 +11,7 @@ from vmemplan.cli._options import (
     RequestTokensOpt, RevisionOpt, TpOpt, UtilOpt, VersionOpt,
 )
 from vmemplan.cli._options import LimitMmOpt, MmEncoderTpModeOpt, SkipMmProfilingOpt, SpeculativeConfigOpt
+from vmemplan.cli._options import DcpOpt, DpOpt, EplbOpt, EpOpt, QuantizationOpt, RedundantOpt
 from vmemplan.render import OutputFormat
 
 
@@ -42,6 +43,12 @@ def size(
     skip_mm_profiling: SkipMmProfilingOpt = None,
     mm_encoder_tp_mode: MmEncoderTpModeOpt = None,
     speculative_config: SpeculativeConfigOpt = None,
+    quantization: QuantizationOpt = None,
+    data_parallel_size: DpOpt = None,
+    enable_expert_parallel: EpOpt = None,
+    enable_eplb: EplbOpt = None,
+    num_redundant_experts: RedundantOpt = None,
+    decode_context_parallel_size: DcpOpt = None,
 ) -> None:
     """Predict what vLLM does with each GPU's memory: weights, activations, CUDA graphs, KV pool.
 
@@ -62,6 +69,9 @@ def size(
         vllm_version=vllm_version, request_tokens=request_tokens, spinner=True,
         limit_mm_per_prompt=limit_mm_per_prompt, skip_mm_profiling=skip_mm_profiling,
         mm_encoder_tp_mode=mm_encoder_tp_mode, speculative_config=speculative_config,
+        quantization=quantization, data_parallel_size=data_parallel_size,
+        enable_expert_parallel=enable_expert_parallel, enable_eplb=enable_eplb,
+        num_redundant_experts=num_redundant_experts, decode_context_parallel_size=decode_context_parallel_size,
     )
     if output_format is OutputFormat.json:
         from vmemplan.render.json_out import dumps

@@ -37,7 +37,9 @@ class WeightScheme(Protocol):
 
     A scheme may also offer ``tensor_parts(tensor, model_dtype_bytes)``: the bytes of each
     separate tensor (packed weight, scales, zero points, ...) of ONE allocation unit of
-    ``tensor`` (``tensor.num_allocations`` units in all), or None for the plain width.  When
+    ``tensor`` (``tensor.num_allocations`` units in all) as ``(name, bytes)``, or
+    ``(name, bytes, units)`` for a part held by only some units (layers a config leaves
+    unquantized), or None for the plain width.  When
     present it is used, so that each part is rounded as the CUDA allocator rounds it.
     """
 
@@ -123,20 +125,21 @@ separate tensor —
     parts_of = getattr(scheme, "tensor_parts", None) if scheme is not None else None
     for t in tensors:
         units = max(1, t.num_allocations)
-        parts: list[int] | None = None
+        parts: list[tuple[int, int]] | None = None
         if scheme is not None and (t.quantizable or t.kind in ("expert", "lm_head", "embedding")):
             if parts_of is not None:
                 named = parts_of(t, width)
                 if named is not None:
-                    parts = [b for _, b in named]
+                    # (name, bytes) repeats once per allocation unit; (name, bytes, n) n times
+                    parts = [(p[1], p[2] if len(p) > 2 else units) for p in named]
             else:
                 nbytes_q = scheme.tensor_bytes(t, width)
                 if nbytes_q is not None:
-                    parts = [nbytes_q // units]
+                    parts = [(nbytes_q // units, units)]
         if parts is None:
-            parts = [t.elements * (dtype_bytes(t.dtype) if t.dtype else width) // units]
-        raw = sum(parts) * units
-        nbytes = (sum(cuda_allocated_bytes(p) for p in parts) * units) if allocator_rounding else raw
+            parts = [(t.elements * (dtype_bytes(t.dtype) if t.dtype else width) // units, units)]
+        raw = sum(b * n for b, n in parts)
+        nbytes = sum(cuda_allocated_bytes(b) * n for b, n in parts) if allocator_rounding else raw
         unrounded += raw
         by_kind[t.kind] = by_kind.get(t.kind, 0) + nbytes
         if t.kind == "buffer":
