@@ -168,7 +168,7 @@ def plan_memory(req: ResolvedRequest) -> MemoryPlan:
         head_dim=cfg.head_dim, intermediate_size=adapter.intermediate_size, vocab_size=cfg.vocab_size,
         tensor_parallel_size=tp, max_num_batched_tokens=profile_tokens,
         max_num_seqs=req.max_num_seqs, dtype_bytes=width,
-        constants=cost.activation_constants(version, engine=engine_kind),
+        constants=cost.activation_constants(version, engine=engine_kind, sampler_path=req.inputs.sampler),
         extra_model_buffers_bytes=extra_act,
     )
     mm = adapter.multimodal_profile(

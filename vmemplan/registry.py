@@ -103,7 +103,11 @@ class Gpu(_Frozen):
 
     @property
     def batch_default_total_bytes(self) -> int:
-        """The total vLLM's batch-default tiering reads (NVML on CUDA, else the device total)."""
+        """The total vLLM's batch-default tiering reads: NVML's on CUDA; 0 where NVML cannot
+        report memory (unified-memory parts such as GB10: vLLM then falls back to the small
+        tier); the device total on ROCm."""
+        if self.nvml_total_evidence == "not-supported":
+            return 0
         return self.nvml_total_bytes or self.total_memory_bytes
 
 

@@ -64,6 +64,9 @@ class PlanInputs(BaseModel):
     enable_eplb: bool | None = None
     num_redundant_experts: int | None = Field(default=None, ge=0)
     decode_context_parallel_size: int | None = Field(default=None, ge=1)
+    # the top-k/top-p sampler the engine runs (FlashInfer when installed and enabled, the torch
+    # sort path, or Triton): it sets the sampler's share of the activation peak
+    sampler: str | None = None
 
 
 @dataclass(frozen=True)

@@ -121,3 +121,6 @@ RedundantOpt = Annotated[Optional[int], typer.Option("--num-redundant-experts",
 DcpOpt = Annotated[Optional[int], typer.Option("--decode-context-parallel-size", "-dcp",
                                                help="Decode context parallelism: KV tokens sharded across this group.",
                                                show_default=False)]
+SamplerOpt = Annotated[Optional[str], typer.Option(
+    "--sampler", help="Top-k/top-p sampler the engine runs: flashinfer, native_sort or triton "
+    "[default: the release's usual one]; it sets the sampler's share of the activation peak.", show_default=False)]

@@ -11,7 +11,7 @@ from vmemplan.cli._options import (
     RequestTokensOpt, RevisionOpt, TpOpt, UtilOpt, VersionOpt,
 )
 from vmemplan.cli._options import LimitMmOpt, MmEncoderTpModeOpt, SkipMmProfilingOpt, SpeculativeConfigOpt
-from vmemplan.cli._options import DcpOpt, DpOpt, EplbOpt, EpOpt, QuantizationOpt, RedundantOpt
+from vmemplan.cli._options import DcpOpt, DpOpt, EplbOpt, EpOpt, QuantizationOpt, RedundantOpt, SamplerOpt
 from vmemplan.render import OutputFormat
 
 
@@ -49,6 +49,7 @@ def size(
     enable_eplb: EplbOpt = None,
     num_redundant_experts: RedundantOpt = None,
     decode_context_parallel_size: DcpOpt = None,
+    sampler: SamplerOpt = None,
 ) -> None:
     """Predict what vLLM does with each GPU's memory: weights, activations, CUDA graphs, KV pool.
 
@@ -72,6 +73,7 @@ def size(
         quantization=quantization, data_parallel_size=data_parallel_size,
         enable_expert_parallel=enable_expert_parallel, enable_eplb=enable_eplb,
         num_redundant_experts=num_redundant_experts, decode_context_parallel_size=decode_context_parallel_size,
+        sampler=sampler,
     )
     if output_format is OutputFormat.json:
         from vmemplan.render.json_out import dumps
