@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from vmemplan.errors import UsageError
 
-__all__ = ["ExpertPlacement", "expert_placement", "local_expert_counts", "eplb_state_bytes"]
+__all__ = ["ExpertPlacement", "expert_placement", "local_expert_counts", "eplb_state_bytes", "moe_shard"]
 
 
 @dataclass(frozen=True)
@@ -125,6 +125,22 @@ def expert_placement(
         moe_tp_size=1, ep_size=group, per_rank_experts=tuple(counts),
         per_rank_redundant=tuple(redundant), rank=rank,
     )
+
+
+def moe_shard(ctx: object, num_experts: int) -> tuple[int, int]:
+    """``(physical experts on the fullest rank, ways each expert's intermediate is split)`` for
+    one FusedMoE layer, from a GraphContext's layout.  The one place adapters ask this; see
+    :func:`expert_placement` for the rule."""
+    placement = expert_placement(
+        num_experts,
+        tensor_parallel_size=getattr(ctx, "tensor_parallel_size", 1),
+        data_parallel_size=getattr(ctx, "data_parallel_size", 1),
+        prefill_context_parallel_size=getattr(ctx, "prefill_context_parallel_size", 1),
+        enable_expert_parallel=getattr(ctx, "enable_expert_parallel", False),
+        enable_eplb=getattr(ctx, "enable_eplb", False),
+        num_redundant_experts=getattr(ctx, "num_redundant_experts", 0) if getattr(ctx, "enable_eplb", False) else 0,
+    )
+    return placement.local_experts, placement.moe_tp_size
 
 
 def eplb_state_bytes(num_moe_layers: int, num_physical_experts: int, window_size: int = 1000) -> int:

@@ -195,18 +195,12 @@ def select_sparse_mla_backend(
 
 
 def experts_per_rank(num_experts: int, ctx: GraphContext) -> int:
-    """Routed experts the fullest rank holds.
+    """Routed experts the fullest rank holds (vmemplan.laws.moe.moe_shard: without expert
+    parallelism every expert, a slice of each; with it whole experts over tp × dp ranks, the
+    fuller rank holding one more where they do not divide)."""
+    from vmemplan.laws.moe import moe_shard
 
-    Without expert parallelism every rank holds every expert (a TP slice of each).  With
-    it, the ``E + redundant`` physical experts are split in whole experts over the EP
-    group (tp × dp ranks); where they do not divide, the fuller rank holds one more.
-    Mirrors vllm/model_executor/layers/fused_moe/layer.py::determine_expert_map (0.33.0).
-    """
-    physical = num_experts + (ctx.num_redundant_experts if ctx.enable_eplb else 0)
-    ep = ctx.expert_parallel_size
-    if ep <= 1:
-        return physical
-    return -(-physical // ep)
+    return moe_shard(ctx, num_experts)[0]
 
 
 def moe_expert_tensors(
@@ -222,11 +216,10 @@ def moe_expert_tensors(
     layers on one rank.  Without EP each rank holds ``inter / tp`` of every expert; with EP
     whole experts (``inter`` unsplit).  Mirrors FusedMoE.__init__ /
     UnquantizedFusedMoEMethod.create_weights (0.33.0)."""
-    tp = ctx.tensor_parallel_size
-    if ctx.expert_parallel_size > 1:
-        local, inter_local = experts_per_rank(num_experts, ctx), inter
-    else:
-        local, inter_local = experts_per_rank(num_experts, ctx), inter // tp
+    from vmemplan.laws.moe import moe_shard
+
+    local, ways = moe_shard(ctx, num_experts)
+    inter_local = inter // ways
     return [
         WeightTensor(f"{prefix}.w13_weight", "expert", 2 * inter_local, hidden, local * num_layers, True,
                      in_features_full=hidden),

@@ -532,9 +532,6 @@ def experts_per_rank(num_experts: int, ctx: GraphContext) -> tuple[int, int]:
     vllm/model_executor/layers/fused_moe/layer.py::FusedMoE.__init__ and determine_expert_map
     (0.33.0).  Reports the first (fullest) rank.
     """
-    if ctx.enable_expert_parallel:
-        ep = ctx.expert_parallel_size
-        total = num_experts + ctx.num_redundant_experts
-        local = total // ep + (1 if total % ep else 0)
-        return local, 1
-    return num_experts, ctx.tensor_parallel_size
+    from vmemplan.laws.moe import moe_shard
+
+    return moe_shard(ctx, num_experts)

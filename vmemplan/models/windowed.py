@@ -137,19 +137,13 @@ def moe_shard(ctx: GraphContext, num_experts: int, intermediate: int) -> tuple[i
     by TP; with it the experts are split over ``tp × dp`` ranks and each keeps the full
     width.  Redundant EPLB experts add to the local count.
     """
-    if ctx.enable_expert_parallel:
-        ep = ctx.expert_parallel_size
-        physical = num_experts + (ctx.num_redundant_experts if ctx.enable_eplb else 0)
-        if physical % ep:
-            raise UsageError(
-                f"{physical} experts do not split evenly over {ep} expert-parallel ranks",
-                hint="choose tp x dp dividing the expert count",
-            )
-        return physical // ep, intermediate
-    tp = ctx.tensor_parallel_size
-    if intermediate % tp:
-        raise UsageError(f"--tensor-parallel-size {tp} does not divide the expert width {intermediate}")
-    return num_experts, intermediate // tp
+    from vmemplan.laws import moe
+
+    local, ways = moe.moe_shard(ctx, num_experts)
+    if intermediate % ways:
+        raise UsageError(f"the expert width {intermediate} does not split {ways} ways",
+                         hint="choose a tensor-parallel size dividing the expert width")
+    return local, intermediate // ways
 
 
 def _kv_heads(total: int, tp: int) -> int:
