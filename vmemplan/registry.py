@@ -159,11 +159,18 @@ class Registry:
         self.gpus = gpus
         self.rules_packs = rules_packs
         self.cost_model = cost_model
-        self.speed = speed
+        self._speed = speed
         self._by_key = {}
         for g in gpus:
             for key in (g.id, *g.aliases):
                 self._by_key[key.lower()] = g
+
+    @property
+    def speed(self) -> SpeedConstants:
+        """The speed-model constants (speed.yaml), read on first use."""
+        if self._speed is None:
+            self._speed = _load_speed(self.root)
+        return self._speed
 
     @property
     def models_dir(self) -> Path:
@@ -207,9 +214,10 @@ def registry_dir() -> Path:
 def _read_yaml(path: Path, errors: list[str]) -> Any:
     import yaml
 
+    from vmemplan._yaml import load_yaml_file
+
     try:
-        with path.open(encoding="utf-8") as fh:
-            return yaml.safe_load(fh)
+        return load_yaml_file(path)
     except FileNotFoundError:
         errors.append(f"{path.name}: missing")
     except (OSError, yaml.YAMLError) as exc:
@@ -250,21 +258,23 @@ def load_registry(root: Path | None = None) -> Registry:
         except RegistryInvalid as exc:
             errors.append(exc.message)
 
-    speed = None
-    speed_path = root / "speed.yaml"
-    if speed_path.exists():
-        data = _read_yaml(speed_path, errors)
-        if data is not None:
-            try:
-                from vmemplan.sim.speed import parse_speed_constants
-
-                speed = parse_speed_constants(data)
-            except RegistryInvalid as exc:
-                errors.append(exc.message)
-            except ValidationError as exc:
-                errors.extend(_format_validation("speed.yaml", exc))
     if errors:
         raise RegistryInvalid(
             "invalid registry: " + "; ".join(errors), hint=f"fix the files under {root}"
         )
-    return Registry(root=root, gpus=gpus, rules_packs=rules_packs, cost_model=cost_model, speed=speed)
+    return Registry(root=root, gpus=gpus, rules_packs=rules_packs, cost_model=cost_model, speed=None)
+
+
+def _load_speed(root: Path) -> Any:
+    """speed.yaml, read only by the commands that use the speed model (keeps `size` fast)."""
+    errors: list[str] = []
+    data = _read_yaml(root / "speed.yaml", errors)
+    if errors:
+        raise RegistryInvalid("invalid registry: " + "; ".join(errors), hint=f"fix the files under {root}")
+    from vmemplan.sim.speed import parse_speed_constants
+
+    try:
+        return parse_speed_constants(data)
+    except ValidationError as exc:
+        raise RegistryInvalid("invalid registry: " + "; ".join(_format_validation("speed.yaml", exc)),
+                              hint=f"fix the files under {root}") from None

@@ -772,6 +772,8 @@ def load_rules_packs(directory: Path) -> tuple[RulesPack, ...]:
     """
     import yaml  # lazy: keep module import light
 
+    from vmemplan._yaml import load_yaml_file
+
     directory = Path(directory)
     problems: list[str] = []
     packs: list[tuple[str, RulesPack]] = []
@@ -781,7 +783,7 @@ def load_rules_packs(directory: Path) -> tuple[RulesPack, ...]:
     for path in files:
         label = path.name
         try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+            data = load_yaml_file(path)
         except (OSError, UnicodeDecodeError) as exc:
             problems.append(f"{label}: (file): cannot read: {exc}")
             continue

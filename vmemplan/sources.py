@@ -230,7 +230,9 @@ def _parse_yaml_mapping(path_text: str, size: int, mtime_ns: int) -> dict[str, A
 
     path = Path(path_text)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        from vmemplan._yaml import load_yaml_file
+
+        data = load_yaml_file(path)
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
         raise RegistryInvalid(f"registry file {path} cannot be read: {error}") from None
     if data is None:
