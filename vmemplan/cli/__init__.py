@@ -99,12 +99,10 @@ def main(argv: list[str] | None = None) -> None:
 
     try:
         code = app(args=argv, prog_name=PROG_NAME, standalone_mode=False)
-    except VmemplanError as error:  # a command without @reports_errors, or VMEMPLAN_DEBUG
-        if _debug():
-            import traceback
+    except VmemplanError as error:  # a command without @reports_errors
+        from vmemplan.cli._common import print_traceback_if_debug, report
 
-            traceback.print_exc()
-        from vmemplan.cli._common import report
+        print_traceback_if_debug()
 
         report(error.message, error.hint)
         code = int(error.exit_code)
@@ -120,11 +118,9 @@ def main(argv: list[str] | None = None) -> None:
             pass
         code = int(ExitCode.BUG)
     except Exception as error:  # noqa: BLE001 - the last line of defence
-        if _debug():
-            import traceback
+        from vmemplan.cli._common import print_traceback_if_debug, report
 
-            traceback.print_exc()
-        from vmemplan.cli._common import report
+        print_traceback_if_debug()
 
         what = type(error).__name__
         detail = str(error).strip().splitlines()[0] if str(error).strip() else ""

@@ -17,44 +17,68 @@ from vmemplan.errors import ExitCode, UsageError, VmemplanError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-__all__ = ["reports_errors", "emit", "console", "fail", "gpu_completion", "model_completion"]
+__all__ = [
+    "reports_errors", "emit", "console", "fail", "report", "gpu_completion", "model_completion",
+    "completion_script", "write_completion_files", "COMPLETION_SHELLS", "print_traceback_if_debug",
+]
 
 
 def _scrub(text: str) -> str:
-    token = os.environ.get("HF_TOKEN") or os.environ.get("HUGGING_FACE_HUB_TOKEN")
-    if token and len(token) > 4:
-        text = text.replace(token, "***")
+    """Replace any Hugging Face token from the environment by ``***``."""
+    for name in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"):
+        token = os.environ.get(name, "").strip()
+        if len(token) > 4:
+            text = text.replace(token, "***")
     return text
+
+
+def report(message: str, hint: str | None = None) -> None:
+    """Write one ``error:`` line (and a ``hint:`` line) on stderr, token scrubbed, nothing else.
+
+    A message is folded onto one line so that the contract "one line per field" holds even
+    for multi-line messages (a registry error listing several problems).
+    """
+    sys.stderr.write(_scrub("error: " + " ".join(str(message).split())) + "\n")
+    if hint:
+        sys.stderr.write(_scrub("hint: " + " ".join(str(hint).split())) + "\n")
+    sys.stderr.flush()
+
+
+def print_traceback_if_debug() -> None:
+    """With ``VMEMPLAN_DEBUG`` set, the traceback being handled, on stderr, token scrubbed."""
+    if os.environ.get("VMEMPLAN_DEBUG"):
+        import traceback
+
+        sys.stderr.write(_scrub(traceback.format_exc()))
 
 
 def fail(error: VmemplanError) -> None:
     """Print one ``error:`` line (and a ``hint:`` line) on stderr and exit with its code."""
-    sys.stderr.write(_scrub(f"error: {error.message}") + "\n")
-    if error.hint:
-        sys.stderr.write(_scrub(f"hint: {error.hint}") + "\n")
+    report(error.message, error.hint)
     raise typer.Exit(int(error.exit_code))
 
 
 def reports_errors(command: F) -> F:
-    """Turn an expected failure into one stderr line and its documented exit code."""
+    """Turn an expected failure into one stderr line and its documented exit code.
+
+    With ``VMEMPLAN_DEBUG=1`` the traceback is printed first; the exit code does not change.
+    """
 
     @functools.wraps(command)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return command(*args, **kwargs)
         except VmemplanError as error:
-            if os.environ.get("VMEMPLAN_DEBUG"):
-                raise
+            print_traceback_if_debug()
             fail(error)
         except KeyboardInterrupt:
-            sys.stderr.write("interrupted\n")
+            sys.stderr.write("error: interrupted\n")
             raise typer.Exit(int(ExitCode.INTERRUPTED)) from None
         except ValueError as error:  # pydantic validation of flag values
-            if os.environ.get("VMEMPLAN_DEBUG"):
-                raise
             from pydantic import ValidationError
 
             if isinstance(error, ValidationError):
+                print_traceback_if_debug()
                 first = error.errors()[0]
                 loc = "--" + "-".join(str(p) for p in first["loc"]).replace("_", "-")
                 fail(UsageError(f"{loc}: {first['msg']}"))
@@ -78,12 +102,21 @@ def emit(text: str) -> None:
 
 
 def gpu_completion(incomplete: str) -> list[str]:
-    """Complete --gpu values from the registry (ids and aliases)."""
-    try:
-        from vmemplan.registry import load_registry
+    """Complete --gpu values (ids and aliases) from the registry's ``gpus.yaml``.
 
-        keys = load_registry().gpu_keys()
-    except VmemplanError:
+    Reads that one file (not the whole registry) so that a TAB answers quickly, and returns
+    nothing rather than an error when the registry cannot be read.
+    """
+    try:
+        import yaml
+
+        from vmemplan.registry import Registry, parse_gpus, registry_dir
+
+        root = registry_dir()
+        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+        data = yaml.load((root / "gpus.yaml").read_text(encoding="utf-8"), Loader=loader)  # noqa: S506
+        keys = Registry(root=root, gpus=parse_gpus(data), rules_packs=(), cost_model=None, speed=None).gpu_keys()
+    except Exception:  # noqa: BLE001 - completion must never break the shell
         return []
     return [k for k in keys if k.lower().startswith(incomplete.lower())]
 
@@ -97,3 +130,38 @@ def model_completion(incomplete: str) -> list[str]:
     except Exception:  # completion must never break the shell
         return []
     return [m for m in ids if m.lower().startswith(incomplete.lower())]
+
+
+#: The shells whose completion scripts ship in ``completions/`` (and in the wheel as
+#: ``vmemplan/_completions``).
+COMPLETION_SHELLS: dict[str, str] = {"bash": "vmemplan.bash", "zsh": "vmemplan.zsh", "fish": "vmemplan.fish"}
+
+
+def completion_script(shell: str, *, prog_name: str = "vmemplan") -> str:
+    """The completion script typer would install for ``shell`` (what ``--show-completion`` prints).
+
+    The only place vmemplan touches typer's private completion module: the scripts are fixed
+    templates that call back into ``vmemplan`` with ``_VMEMPLAN_COMPLETE`` set, so they change
+    only when typer changes them.
+    """
+    from typer._completion_shared import get_completion_script
+
+    complete_var = "_{}_COMPLETE".format(prog_name.replace("-", "_").upper())
+    return get_completion_script(prog_name=prog_name, complete_var=complete_var, shell=shell) + "\n"
+
+
+def write_completion_files(directory: str | os.PathLike[str] | None = None) -> list[str]:
+    """(Re)write ``completions/vmemplan.{bash,zsh,fish}``; returns the paths written.
+
+    ``python -c "from vmemplan.cli._common import write_completion_files as w; w()"``
+    """
+    from pathlib import Path
+
+    target = Path(directory) if directory is not None else Path(__file__).resolve().parents[2] / "completions"
+    target.mkdir(parents=True, exist_ok=True)
+    written = []
+    for shell, name in COMPLETION_SHELLS.items():
+        path = target / name
+        path.write_text(completion_script(shell), encoding="utf-8")
+        written.append(str(path))
+    return written

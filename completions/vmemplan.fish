@@ -1,0 +1,1 @@
+complete --command vmemplan --no-files --arguments "(env _VMEMPLAN_COMPLETE=complete_fish _TYPER_COMPLETE_FISH_ACTION=get-args _TYPER_COMPLETE_ARGS=(commandline -cp) vmemplan)" --condition "env _VMEMPLAN_COMPLETE=complete_fish _TYPER_COMPLETE_FISH_ACTION=is-args _TYPER_COMPLETE_ARGS=(commandline -cp) vmemplan"
