@@ -8,13 +8,15 @@ read one set of names.  Pure: it takes a ``dict``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import contextlib
+import os
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from vmemplan.errors import ModelConfigError
 
-__all__ = ["ModelConfig", "DTYPE_BYTES", "dtype_bytes"]
+__all__ = ["ModelConfig", "DTYPE_BYTES", "dtype_bytes", "config_value_guard"]
 
 DTYPE_BYTES: dict[str, int] = {
     "float32": 4, "float": 4, "fp32": 4,
@@ -30,6 +32,41 @@ def dtype_bytes(name: str) -> int:
     if key not in DTYPE_BYTES:
         raise ModelConfigError(f"unknown dtype {name!r}", hint="use bfloat16, float16 or float32")
     return DTYPE_BYTES[key]
+
+
+#: Code that reads config.json values.  An arithmetic or type error raised there is a config
+#: value vmemplan cannot use (a list where a number belongs, zero, infinity), not a bug.
+_CONFIG_READERS = ("/vmemplan/models/", "/vmemplan/model_config.py", "/vmemplan/laws/moe.py",
+                   "/vmemplan/laws/quant.py", "/vmemplan/laws/multimodal.py", "/vmemplan/laws/speculative.py")
+_VALUE_ERRORS = (TypeError, ValueError, OverflowError, ZeroDivisionError, KeyError, IndexError, AttributeError)
+
+
+@contextlib.contextmanager
+def config_value_guard(model_id: str) -> Iterator[None]:
+    """Turn an error raised while reading config.json values into :class:`ModelConfigError`.
+
+    Only errors whose traceback passes through the code that reads config values (adapters
+    and the config-driven laws) are converted; any other error is a bug and propagates, and
+    ``VMEMPLAN_DEBUG=1`` lets everything through with its traceback.
+    """
+    try:
+        yield
+    except _VALUE_ERRORS as exc:
+        if os.environ.get("VMEMPLAN_DEBUG") or isinstance(exc, ModelConfigError):
+            raise
+        tb = exc.__traceback__
+        readers = False
+        while tb is not None:
+            name = tb.tb_frame.f_code.co_filename.replace("\\", "/")
+            readers = readers or any(part in name for part in _CONFIG_READERS)
+            tb = tb.tb_next
+        if not readers:
+            raise
+        detail = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+        raise ModelConfigError(
+            f"config.json of {model_id} has a value vmemplan cannot use ({type(exc).__name__}: {detail})",
+            hint="check the model's dimensions in config.json: vmemplan reads them as positive whole numbers",
+        ) from None
 
 
 def _with_library_defaults(raw: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -52,6 +89,14 @@ def _first(d: Mapping[str, Any], *keys: str) -> Any:
     return None
 
 
+#: Bounds no real model comes near (the largest served models have ~130 layers, hidden sizes
+#: ~20k and vocabularies ~260k); beyond them a config is corrupt, and planning would walk
+#: millions of layers.
+_MAXIMA = {"num_hidden_layers": 4096, "hidden_size": 1 << 20, "num_attention_heads": 1 << 16,
+           "num_key_value_heads": 1 << 16, "head_dim": 1 << 16, "intermediate_size": 1 << 24,
+           "vocab_size": 1 << 24, "max_position_embeddings": 1 << 34}
+
+
 def _as_int(value: Any, key: str, *, minimum: int = 1) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ModelConfigError(f"config.json: {key} must be a number, got {value!r}")
@@ -61,8 +106,9 @@ def _as_int(value: Any, key: str, *, minimum: int = 1) -> int:
         value = int(value)
     if value < minimum:
         raise ModelConfigError(f"config.json: {key} must be at least {minimum}, got {value}")
-    if value > 1 << 40:
-        raise ModelConfigError(f"config.json: {key} is implausibly large ({value})")
+    if value > _MAXIMA.get(key, 1 << 40):
+        raise ModelConfigError(f"config.json: {key} is implausibly large ({value})",
+                               hint="no served model comes near it; is the config corrupt?")
     return int(value)
 
 

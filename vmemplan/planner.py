@@ -118,6 +118,13 @@ def _version_tuple(version: str) -> tuple[int, ...] | None:
 
 def plan_memory(req: ResolvedRequest) -> MemoryPlan:
     """Plan one deployment.  Reports the fullest rank, since its memory runs out first."""
+    from vmemplan.model_config import config_value_guard
+
+    with config_value_guard(req.source.model_id):
+        return _plan_memory(req)
+
+
+def _plan_memory(req: ResolvedRequest) -> MemoryPlan:
     from vmemplan.laws import activation as act_law
     from vmemplan.laws import overhead as oh_law
     from vmemplan.laws.kv_pool import UngroupableSpecs, plan_pool_multi_worker

@@ -160,6 +160,13 @@ def resolve(inputs: PlanInputs, *, registry: Registry | None = None, source: Mod
 
 def resolve_with(inputs: PlanInputs, *, registry: Registry, source: ModelSource) -> ResolvedRequest:
     """:func:`resolve` with the registry and model source already in hand (pure)."""
+    from vmemplan.model_config import config_value_guard
+
+    with config_value_guard(source.model_id):
+        return _resolve_with(inputs, registry=registry, source=source)
+
+
+def _resolve_with(inputs: PlanInputs, *, registry: Registry, source: ModelSource) -> ResolvedRequest:
     from vmemplan.model_config import ModelConfig
     from vmemplan.models import adapter_for
 

@@ -41,7 +41,7 @@ class Bug(NamedTuple):
     where: str | None
     key: str
     bad: str
-    fixed: bool = False
+    fixed: bool = True  # every row found so far is fixed (model_config.config_value_guard)
 
 
 #: The wrong-typed / degenerate values the single-key scan tries.
@@ -129,10 +129,8 @@ CONFIG_BUGS: tuple[Bug, ...] = (
 
 #: Failures that are not a one-key config mutation; name -> regression test.
 OTHER_BUGS: dict[tuple[str, str], str] = {
-    # the API lets pydantic's ValidationError out for PlanInputs (the CLI converts it to exit 2)
-    ("ValidationError", "vmemplan/api.py::resolve_request"): "test_api_bad_flag_value_is_a_usage_error",
-    # a negative rope factor gives a negative derived max_model_len that reaches the laws
-    ("ValueError", "vmemplan/laws/activation.py::activation_peak_bytes"): "test_negative_rope_factor_is_a_config_error",
+    # none open: the API's ValidationError is now a UsageError, a negative rope factor a
+    # ModelConfigError (see the regression tests)
 }
 
 #: Failures tolerated by the fuzzers until fixed: (exception type, raising site) -> where pinned.

@@ -215,6 +215,9 @@ def concurrency(
                                      speed_context=speed_context, speed_notes=setup.notes,
                                      speed_reason=setup.reason, mm_note=mm_note))
     if not plan.verdict.starts:
+        from vmemplan.cli._common import report as report_error
+
+        report_error(f"vLLM would not start: {plan.verdict.reason}")
         raise typer.Exit(3)
     check_gates(plan, report, min_concurrency, request_tokens or reference, min_kv_tokens)
 

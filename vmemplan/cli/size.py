@@ -87,6 +87,12 @@ def size(
         out = console(no_color=no_color)
         out.print(render_tree(plan) if output_format is OutputFormat.tree else render_table(plan))
     if not plan.verdict.starts:
+        from vmemplan.cli._common import report
+
+        fits = plan.verdict.max_model_len_that_fits
+        report(f"vLLM would not start: {plan.verdict.reason}",
+               hint=f"--max-model-len {fits} would fit" if fits else
+               "raise --gpu-memory-utilization, quantize, or add GPUs (-tp)")
         raise typer.Exit(3)
     if min_concurrency is not None or min_kv_tokens is not None:  # gates: exit 3 when not met
         from vmemplan.cli.concurrency import check_gates

@@ -192,6 +192,16 @@ class Startup:
         return explain(self, **explain_kwargs).to_json()
 
 
+
+def _literal(text: str) -> object:
+    """``ast.literal_eval`` without the SyntaxWarning/DeprecationWarning Python prints for odd
+    escapes ("\\-") inside the logged strings."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return ast.literal_eval(text)
+
 def half_unit_bytes(printed: str | None) -> int:
     """Half a unit of the last printed decimal of a GiB figure, in bytes (0 when unknown).
 
@@ -595,7 +605,7 @@ def _value(raw: str) -> Any:
         return False
     if raw[0] in "'\"[{(" or raw[0].isdigit() or raw[0] == "-":
         try:
-            return ast.literal_eval(raw)
+            return _literal(raw)
         except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
             pass
     return raw
@@ -626,7 +636,7 @@ def _parse_dict_literal(text: str) -> dict[str, Any] | None:
     if not text.startswith("{"):
         return None
     try:
-        value = ast.literal_eval(text)
+        value = _literal(text)
         if isinstance(value, dict):
             return {str(k): v for k, v in value.items()}
     except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):

@@ -156,6 +156,12 @@ class Adapter:
                     if isinstance(orig, int):
                         length = orig
                 length = int(length * factor)
+        if length < 1:
+            from vmemplan.errors import ModelConfigError
+
+            raise ModelConfigError(
+                f"config.json: the rope scaling {rs} gives a context of {length} tokens",
+                hint="a rope-scaling factor must be positive")
         return length
 
     def validate_parallel(self, ctx: GraphContext) -> None:
