@@ -135,8 +135,12 @@ def _plan_memory(req: ResolvedRequest) -> MemoryPlan:
     cost = req.registry.cost_model
     engine_kind = rules.engine
     version = req.vllm_version
+    config_ref = req.source.path or req.source.model_id
+    if req.source.source == "bundled" and req.source.path:
+        # a stable name, not this installation's absolute path
+        config_ref = "registry/models/" + req.source.path.replace("\\", "/").rsplit("/", 1)[-1]
     prov: list[Provenance] = [Provenance(
-        "model.config", req.source.path or req.source.model_id, "given",
+        "model.config", config_ref, "given",
         f"{req.source.source} config.json" + (f" ({'; '.join(req.source.notes)})" if req.source.notes else ""))]
     warnings = list(req.warnings)
     width = dtype_bytes(req.dtype)
