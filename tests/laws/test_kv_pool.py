@@ -354,7 +354,7 @@ def test_t5_gdn_hybrid() -> None:
 
 # --- DeepSeek-V4.1-Flash on H200 (seed 002) -----------------------------------------
 
-CONFIG = Path("/work/shared/corpus/configs/deepseek-ai--DeepSeek-V4.1-Flash.json")
+CONFIG = Path(__file__).resolve().parents[2] / "registry" / "models" / "deepseek-ai--DeepSeek-V4.1-Flash.json"  # the bundled copy of the corpus config
 
 
 def v41_flash_specs(num_speculative_tokens: int = 5):

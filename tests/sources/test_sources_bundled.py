@@ -20,7 +20,7 @@ from vmemplan.sources import (
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 MODELS_DIR = REPO_ROOT / "registry" / "models"
-CORPUS_DIR = Path("/work/shared/corpus/configs")
+CORPUS_DIR = REPO_ROOT.parent / "shared" / "corpus" / "configs"  # shared/ beside the checkout
 
 
 @pytest.fixture(autouse=True)
