@@ -40,7 +40,7 @@ def sections() -> dict[str, str]:
     out["accuracy"] = "```text\n" + run([sys.executable, "bench/accuracy.py"]) + "\n```"
     startup = ROOT / "bench" / "startup.py"
     if startup.exists() and "--skip-startup" not in sys.argv:
-        out["startup"] = run([sys.executable, str(startup)])
+        out["startup"] = run([sys.executable, str(startup), "--peers"])
     return out
 
 
