@@ -79,13 +79,21 @@ _FLAGS = (
     FlagSpec("enable-prefix-caching", "enable_prefix_caching", "bool"),
     FlagSpec("kv-cache-memory", "kv_cache_memory_bytes", "bytes"),
     FlagSpec("vllm-version", "vllm_version", "str"),
+    FlagSpec("quantization", "quantization", "str"),
+    FlagSpec("data-parallel-size", "data_parallel_size", "int"),
+    FlagSpec("enable-expert-parallel", "enable_expert_parallel", "bool"),
+    FlagSpec("decode-context-parallel-size", "decode_context_parallel_size", "int"),
+    FlagSpec("num-redundant-experts", "num_redundant_experts", "int"),
+    FlagSpec("sampler", "sampler", "str"),
+    FlagSpec("speculative-config", "speculative_config", "str"),
+    FlagSpec("limit-mm-per-prompt", "limit_mm_per_prompt", "str"),
 )
 VARY_FLAGS: dict[str, FlagSpec] = {f.name: f for f in _FLAGS}
 _ALIASES = {"tp": "tensor-parallel-size", "pp": "pipeline-parallel-size", "util": "gpu-memory-utilization",
-            "kv-cache-memory-bytes": "kv-cache-memory"}
+            "kv-cache-memory-bytes": "kv-cache-memory", "dp": "data-parallel-size", "ep": "enable-expert-parallel",
+            "dcp": "decode-context-parallel-size", "q": "quantization"}
 # flags vLLM has that this version's `size` does not take yet
-_NOT_YET = {"quantization", "enable-expert-parallel", "data-parallel-size", "speculative-config",
-            "limit-mm-per-prompt", "num-gpu-blocks-override"}
+_NOT_YET = {"num-gpu-blocks-override"}
 
 OUTPUTS = ("weights_bytes", "available_kv_cache_bytes", "kv_cache_tokens", "max_concurrency", "num_blocks",
            "concurrency_at_request_tokens")

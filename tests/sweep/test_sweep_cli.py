@@ -50,7 +50,7 @@ def test_table_and_chart(runner):
 
 def test_usage_errors(runner):
     assert runner.invoke(app, ["sweep", *LLAMA8]).exit_code == 2  # nothing varied
-    assert runner.invoke(app, ["sweep", *LLAMA8, "--vary", "quantization=fp8"]).exit_code == 2
+    assert runner.invoke(app, ["sweep", *LLAMA8, "--vary", "num-gpu-blocks-override=100"]).exit_code == 2
     assert runner.invoke(app, ["sweep", *LLAMA8, "--vary", "max-model-len=1024,2048"]).exit_code == 2  # given twice
     assert runner.invoke(app, ["sweep", "meta-llama/Llama-3.1-8B", "--vary", "util=0.9"]).exit_code == 2  # no GPU
     assert runner.invoke(app, ["sweep", *LLAMA8, "--vary", "util=0.9", "--solve"]).exit_code == 2  # no target
@@ -110,3 +110,16 @@ def test_solve_cheapest_gpu_in_list_order(runner):
 def test_solve_not_met_exits_three(runner):
     res = runner.invoke(app, ["sweep", *LLAMA8, "--vary", "util=0.5,0.6", "--solve", "--min-kv-tokens", "10000000"])
     assert res.exit_code == 3 and "no point" in res.output
+
+
+def test_quantization_and_expert_parallel_can_vary(runner):
+    # every engine flag of `size` can vary; an online fp8 Llama-8B halves its linear weights
+    result = runner.invoke(app, ["sweep", *LLAMA8, "--vary", "quantization=fp8", "-f", "csv"])
+    assert result.exit_code == 0, result.output
+    header, row = result.stdout.strip().splitlines()
+    assert header.startswith("quantization,weights_bytes")
+    fp8_weights = int(row.split(",")[1])
+    plain = runner.invoke(app, ["size", *LLAMA8, "-f", "json"])
+    import json
+
+    assert fp8_weights < 0.6 * json.loads(plain.stdout)["per_rank"]["weights_bytes"]

@@ -28,7 +28,7 @@ def test_ranges_include_stop():
 
 
 @pytest.mark.parametrize("text, match", [
-    ("quantization=fp8,awq", "does not take it yet"),
+    ("num-gpu-blocks-override=100", "does not take it yet"),
     ("colour=red", "unknown flag"),
     ("gpu=a:b:c", "list of values"),
     ("util=0.9:0.8:0.05", "away from stop"),

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+import functools
+import inspect
+import typing
+from collections.abc import Callable
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -124,3 +128,64 @@ DcpOpt = Annotated[Optional[int], typer.Option("--decode-context-parallel-size",
 SamplerOpt = Annotated[Optional[str], typer.Option(
     "--sampler", help="Top-k/top-p sampler the engine runs: flashinfer, native_sort or triton "
     "[default: the release's usual one]; it sets the sampler's share of the activation peak.", show_default=False)]
+
+
+# --- the engine flags every planning command takes ---------------------------------------------
+#: vLLM's engine flags, in --help order, shared by `size`, `concurrency` and `sweep`: one list,
+#: so the three commands always accept the same flags.
+ENGINE_FLAGS: dict[str, Any] = {
+    "gpu_memory_utilization": UtilOpt,
+    "max_model_len": MaxModelLenOpt,
+    "max_num_seqs": MaxNumSeqsOpt,
+    "max_num_batched_tokens": MnbtOpt,
+    "block_size": BlockSizeOpt,
+    "kv_cache_dtype": KvDtypeOpt,
+    "dtype": DtypeOpt,
+    "quantization": QuantizationOpt,
+    "tensor_parallel_size": TpOpt,
+    "pipeline_parallel_size": PpOpt,
+    "data_parallel_size": DpOpt,
+    "enable_expert_parallel": EpOpt,
+    "enable_eplb": EplbOpt,
+    "num_redundant_experts": RedundantOpt,
+    "decode_context_parallel_size": DcpOpt,
+    "enforce_eager": EagerOpt,
+    "kv_cache_memory": KvMemOpt,
+    "enable_prefix_caching": PrefixOpt,
+    "speculative_config": SpeculativeConfigOpt,
+    "limit_mm_per_prompt": LimitMmOpt,
+    "skip_mm_profiling": SkipMmProfilingOpt,
+    "mm_encoder_tp_mode": MmEncoderTpModeOpt,
+    "sampler": SamplerOpt,
+    "revision": RevisionOpt,
+    "vllm_version": VersionOpt,
+}
+
+
+def with_engine_flags(command: Callable[..., Any]) -> Callable[..., Any]:
+    """Give a command every flag of :data:`ENGINE_FLAGS` after its own parameters.
+
+    The command declares its own parameters plus ``engine: dict``; typer sees one flat
+    signature (through ``__signature__``), and the wrapper hands the engine flags over as that
+    dict, unset ones as None.
+    """
+    own = [p for p in inspect.signature(command).parameters.values() if p.name != "engine"]
+    hints = {p.name: p.annotation for p in own}
+    try:
+        hints.update(typing.get_type_hints(command, include_extras=True))
+    except Exception:  # pragma: no cover - string annotations that do not resolve
+        pass
+    own = [p.replace(annotation=hints.get(p.name, p.annotation)) for p in own]
+    extra = [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None, annotation=ann)
+             for name, ann in ENGINE_FLAGS.items()]
+
+    @functools.wraps(command)
+    def wrapper(**kwargs: Any) -> Any:
+        engine = {name: kwargs.pop(name, None) for name in ENGINE_FLAGS}
+        return command(**kwargs, engine=engine)
+
+    params = own + extra
+    wrapper.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    wrapper.__annotations__ = {p.name: p.annotation for p in params}
+    del wrapper.__wrapped__  # typer must read the flat signature, not the command's
+    return wrapper

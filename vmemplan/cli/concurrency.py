@@ -9,10 +9,9 @@ import typer
 
 from vmemplan.cli._common import console, emit, reports_errors
 from vmemplan.cli._options import (
-    ArrivalOpt, BlockSizeOpt, DtypeOpt, EagerOpt, GpuOpt, ImageSizeOpt, ImagesOpt, KvDtypeOpt, KvMemOpt,
-    LengthsOpt, MaxModelLenOpt, MaxNumSeqsOpt, MinConcurrencyOpt, MinKvTokensOpt, MnbtOpt, ModelArg, NoColorOpt,
-    OutputTokensOpt, PpOpt, PrefixOpt, PromptTokensOpt, ReferenceTokensOpt, RequestsOpt, RevisionOpt, SeedOpt,
-    SimulateOpt, TpOpt, UtilOpt, VersionOpt, VideoFramesOpt, VideosOpt, VideoSizeOpt,
+    ArrivalOpt, GpuOpt, ImageSizeOpt, ImagesOpt, LengthsOpt, MinConcurrencyOpt, MinKvTokensOpt, ModelArg,
+    NoColorOpt, OutputTokensOpt, PromptTokensOpt, ReferenceTokensOpt, RequestsOpt, SeedOpt, SimulateOpt,
+    VideoFramesOpt, VideosOpt, VideoSizeOpt, with_engine_flags,
 )
 from vmemplan.errors import TargetNotMet, UsageError
 
@@ -86,23 +85,10 @@ def _multimodal(req: Any, images: int | None, image_size: str | None, videos: in
 
 
 @reports_errors
+@with_engine_flags
 def concurrency(
     model: ModelArg,
     gpu: GpuOpt,
-    gpu_memory_utilization: UtilOpt = None,
-    max_model_len: MaxModelLenOpt = None,
-    max_num_seqs: MaxNumSeqsOpt = None,
-    max_num_batched_tokens: MnbtOpt = None,
-    block_size: BlockSizeOpt = None,
-    kv_cache_dtype: KvDtypeOpt = None,
-    dtype: DtypeOpt = None,
-    tensor_parallel_size: TpOpt = None,
-    pipeline_parallel_size: PpOpt = None,
-    enforce_eager: EagerOpt = None,
-    kv_cache_memory: KvMemOpt = None,
-    enable_prefix_caching: PrefixOpt = None,
-    revision: RevisionOpt = None,
-    vllm_version: VersionOpt = None,
     lengths: LengthsOpt = None,
     prompt_tokens: PromptTokensOpt = None,
     output_tokens: OutputTokensOpt = None,
@@ -120,6 +106,8 @@ def concurrency(
     min_kv_tokens: MinKvTokensOpt = None,
     output_format: str = typer.Option("table", "--format", "-f", help="table or json."),
     no_color: NoColorOpt = False,
+    *,
+    engine: dict[str, Any],
 ) -> None:
     """How many requests run at once: --max-num-seqs, the KV pool and --max-num-batched-tokens.
 
@@ -134,14 +122,7 @@ def concurrency(
 
     if output_format not in ("table", "json"):
         raise UsageError(f"--format {output_format!r}: concurrency writes table or json")
-    req, plan = plan_with_request(
-        model=model, gpu=gpu, gpu_memory_utilization=gpu_memory_utilization, max_model_len=max_model_len,
-        max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens, block_size=block_size,
-        kv_cache_dtype=kv_cache_dtype, dtype=dtype, tensor_parallel_size=tensor_parallel_size,
-        pipeline_parallel_size=pipeline_parallel_size, enforce_eager=enforce_eager,
-        kv_cache_memory=kv_cache_memory, enable_prefix_caching=enable_prefix_caching, revision=revision,
-        vllm_version=vllm_version, spinner=True,
-    )
+    req, plan = plan_with_request(model=model, gpu=gpu, spinner=True, **engine)
     mml = req.max_model_len
     mm_tokens, mm_note, mm_info = _multimodal(req, images_per_request, image_size, videos_per_request,
                                               video_frames, video_size)

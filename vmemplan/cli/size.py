@@ -2,54 +2,30 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import typer
 
 from vmemplan.cli._common import console, emit, reports_errors
 from vmemplan.cli._options import (
-    BlockSizeOpt, DtypeOpt, EagerOpt, GpuOpt, KvDtypeOpt, KvMemOpt, MaxModelLenOpt,
-    MaxNumSeqsOpt, MinConcurrencyOpt, MinKvTokensOpt, MnbtOpt, ModelArg, NoColorOpt, PpOpt, PrefixOpt,
-    RequestTokensOpt, RevisionOpt, TpOpt, UtilOpt, VersionOpt,
+    GpuOpt, MinConcurrencyOpt, MinKvTokensOpt, ModelArg, NoColorOpt, RequestTokensOpt, with_engine_flags,
 )
-from vmemplan.cli._options import LimitMmOpt, MmEncoderTpModeOpt, SkipMmProfilingOpt, SpeculativeConfigOpt
-from vmemplan.cli._options import DcpOpt, DpOpt, EplbOpt, EpOpt, QuantizationOpt, RedundantOpt, SamplerOpt
 from vmemplan.render import OutputFormat
 
 
 @reports_errors
+@with_engine_flags
 def size(
     model: ModelArg,
     gpu: GpuOpt,
-    gpu_memory_utilization: UtilOpt = None,
-    max_model_len: MaxModelLenOpt = None,
-    max_num_seqs: MaxNumSeqsOpt = None,
-    max_num_batched_tokens: MnbtOpt = None,
-    block_size: BlockSizeOpt = None,
-    kv_cache_dtype: KvDtypeOpt = None,
-    dtype: DtypeOpt = None,
-    tensor_parallel_size: TpOpt = None,
-    pipeline_parallel_size: PpOpt = None,
-    enforce_eager: EagerOpt = None,
-    kv_cache_memory: KvMemOpt = None,
-    enable_prefix_caching: PrefixOpt = None,
-    revision: RevisionOpt = None,
-    vllm_version: VersionOpt = None,
     request_tokens: RequestTokensOpt = None,
     output_format: OutputFormat = typer.Option(OutputFormat.table, "--format", "-f",
                                                help="table, log (vLLM's lines), json, or tree."),
     no_color: NoColorOpt = False,
     min_concurrency: MinConcurrencyOpt = None,
     min_kv_tokens: MinKvTokensOpt = None,
-    limit_mm_per_prompt: LimitMmOpt = None,
-    skip_mm_profiling: SkipMmProfilingOpt = None,
-    mm_encoder_tp_mode: MmEncoderTpModeOpt = None,
-    speculative_config: SpeculativeConfigOpt = None,
-    quantization: QuantizationOpt = None,
-    data_parallel_size: DpOpt = None,
-    enable_expert_parallel: EpOpt = None,
-    enable_eplb: EplbOpt = None,
-    num_redundant_experts: RedundantOpt = None,
-    decode_context_parallel_size: DcpOpt = None,
-    sampler: SamplerOpt = None,
+    *,
+    engine: dict[str, Any],
 ) -> None:
     """Predict what vLLM does with each GPU's memory: weights, activations, CUDA graphs, KV pool.
 
@@ -61,20 +37,7 @@ def size(
     """
     from vmemplan.api import plan_from_flags
 
-    plan = plan_from_flags(
-        model=model, gpu=gpu, gpu_memory_utilization=gpu_memory_utilization, max_model_len=max_model_len,
-        max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens, block_size=block_size,
-        kv_cache_dtype=kv_cache_dtype, dtype=dtype, tensor_parallel_size=tensor_parallel_size,
-        pipeline_parallel_size=pipeline_parallel_size, enforce_eager=enforce_eager,
-        kv_cache_memory=kv_cache_memory, enable_prefix_caching=enable_prefix_caching, revision=revision,
-        vllm_version=vllm_version, request_tokens=request_tokens, spinner=True,
-        limit_mm_per_prompt=limit_mm_per_prompt, skip_mm_profiling=skip_mm_profiling,
-        mm_encoder_tp_mode=mm_encoder_tp_mode, speculative_config=speculative_config,
-        quantization=quantization, data_parallel_size=data_parallel_size,
-        enable_expert_parallel=enable_expert_parallel, enable_eplb=enable_eplb,
-        num_redundant_experts=num_redundant_experts, decode_context_parallel_size=decode_context_parallel_size,
-        sampler=sampler,
-    )
+    plan = plan_from_flags(model=model, gpu=gpu, request_tokens=request_tokens, spinner=True, **engine)
     if output_format is OutputFormat.json:
         from vmemplan.render.json_out import dumps
 

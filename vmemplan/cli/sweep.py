@@ -2,39 +2,25 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 
 from vmemplan.cli._common import console, emit, gpu_completion, reports_errors
 from vmemplan.cli._options import (
-    BlockSizeOpt, ChartOpt, ChartXOpt, DtypeOpt, EagerOpt, KvDtypeOpt, KvMemOpt, MaxModelLenOpt, MaxNumSeqsOpt,
-    MinConcurrencyOpt, MinKvTokensOpt, MnbtOpt, ModelArg, NoColorOpt, PpOpt, PrefixOpt, RevisionOpt, SolveOpt,
-    TpOpt, UtilOpt, VaryOpt, VersionOpt,
+    ChartOpt, ChartXOpt, MinConcurrencyOpt, MinKvTokensOpt, ModelArg, NoColorOpt, SolveOpt, VaryOpt,
+    with_engine_flags,
 )
 from vmemplan.errors import TargetNotMet, UsageError
 
 
 @reports_errors
+@with_engine_flags
 def sweep(
     model: ModelArg,
     vary: VaryOpt,
     gpu: Optional[str] = typer.Option(None, "--gpu", help="GPU id or alias (or vary it: --vary gpu=l40s,a100,h100).",
                                       autocompletion=gpu_completion, show_default=False),
-    gpu_memory_utilization: UtilOpt = None,
-    max_model_len: MaxModelLenOpt = None,
-    max_num_seqs: MaxNumSeqsOpt = None,
-    max_num_batched_tokens: MnbtOpt = None,
-    block_size: BlockSizeOpt = None,
-    kv_cache_dtype: KvDtypeOpt = None,
-    dtype: DtypeOpt = None,
-    tensor_parallel_size: TpOpt = None,
-    pipeline_parallel_size: PpOpt = None,
-    enforce_eager: EagerOpt = None,
-    kv_cache_memory: KvMemOpt = None,
-    enable_prefix_caching: PrefixOpt = None,
-    revision: RevisionOpt = None,
-    vllm_version: VersionOpt = None,
     request_tokens: Optional[int] = typer.Option(
         None, "--request-tokens", min=1, help="Also report the effective concurrency at this request length.",
         show_default=False),
@@ -45,6 +31,8 @@ def sweep(
     chart_x: ChartXOpt = None,
     output_format: str = typer.Option("table", "--format", "-f", help="table, csv or json."),
     no_color: NoColorOpt = False,
+    *,
+    engine: dict[str, Any],
 ) -> None:
     """Plan every combination of the --vary values; chart one output; --solve for a target.
 
@@ -70,19 +58,16 @@ def sweep(
     varied = [v.flag.field for v in varies]
     if len(set(varied)) != len(varied):
         raise UsageError("the same flag is varied twice")
+    engine = dict(engine)
+    kv_cache_memory = engine.pop("kv_cache_memory")
     kv_mem = None
     if kv_cache_memory is not None:
         try:
             kv_mem = parse_bytes(kv_cache_memory)
         except ValueError:
             raise UsageError(f"--kv-cache-memory {kv_cache_memory!r} is not a byte count") from None
-    base = dict(
-        model=model, gpu=gpu, gpu_memory_utilization=gpu_memory_utilization, max_model_len=max_model_len,
-        max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens, block_size=block_size,
-        kv_cache_dtype=kv_cache_dtype, dtype=dtype, tensor_parallel_size=tensor_parallel_size,
-        pipeline_parallel_size=pipeline_parallel_size, enforce_eager=enforce_eager, kv_cache_memory_bytes=kv_mem,
-        enable_prefix_caching=enable_prefix_caching, revision=revision, vllm_version=vllm_version,
-    )
+    revision = engine["revision"]
+    base = dict(model=model, gpu=gpu, kv_cache_memory_bytes=kv_mem, **engine)
     both = [f for f in varied if base.get(f) is not None]
     if both:
         raise UsageError(f"--{both[0].replace('_', '-')} is both given and varied", hint="drop one of the two")
