@@ -182,6 +182,17 @@ def _plan_memory(req: ResolvedRequest) -> MemoryPlan:
         constants=cost.activation_constants(version, engine=engine_kind, sampler_path=req.inputs.sampler),
         extra_model_buffers_bytes=extra_act,
     )
+    if req.runner == "pooling":
+        # A pooling (embedding, scoring) model's profile run ends in the pooler, not the
+        # sampler (vllm/v1/worker/gpu_model_runner.py::GPUModelRunner._dummy_pooler_run): no
+        # logits over the vocabulary; the largest pooling output is a vector per token, held in
+        # fp32 after normalisation.  Estimated as batched tokens x hidden x (dtype + 4) bytes.
+        pooler = profile_tokens * cfg.hidden_size * (width + 4)
+        activation = activation.model_copy(update={
+            "sampler_bytes": 0,
+            "peak_bytes": max(activation.forward_bytes + activation.extra_model_bytes, pooler),
+            "source": activation.source + "; pooling runner: the pooler replaces the sampler pass "
+                      f"({profile_tokens:,} tokens x hidden {cfg.hidden_size} x {width + 4} B)"})
     mm = adapter.multimodal_profile(
         stages[-1][0], hidden_buffers=activation_hidden_buffers(cost, version, engine_kind),
         intermediate_buffers=activation_intermediate_buffers(cost, version, engine_kind))
@@ -207,7 +218,8 @@ def _plan_memory(req: ResolvedRequest) -> MemoryPlan:
         capture_sizes: list[int] = []
         mode = "NONE"
     else:
-        mode = cg_rules.default_mode
+        # pooling models capture piecewise graphs only (vllm/config/vllm.py, 0.33.0)
+        mode = "PIECEWISE" if req.runner == "pooling" and cg_rules.default_mode != "NONE" else cg_rules.default_mode
         capture_sizes = cg_rules.capture_sizes(max_num_seqs=req.max_num_seqs,
                                                max_num_batched_tokens=req.max_num_batched_tokens,
                                                num_speculative_tokens=_mm_spec_fields(req)["num_speculative_tokens"])
@@ -343,7 +355,7 @@ def _plan_memory(req: ResolvedRequest) -> MemoryPlan:
         "gpu_memory_utilization": req.gpu_memory_utilization, "enforce_eager": req.enforce_eager,
         "enable_prefix_caching": req.enable_prefix_caching,
         "kv_cache_memory_bytes": req.kv_cache_memory_bytes,
-        "cudagraph_mode": mode, "cudagraph_capture_sizes": len(capture_sizes),
+        "cudagraph_mode": mode, "cudagraph_capture_sizes": len(capture_sizes), "runner": req.runner,
     }
     plan = MemoryPlan(
         model_id=req.source.model_id, model_source=req.source.source, architecture=cfg.architecture or cfg.model_type,

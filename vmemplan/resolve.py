@@ -67,6 +67,8 @@ class PlanInputs(BaseModel):
     # the top-k/top-p sampler the engine runs (FlashInfer when installed and enabled, the torch
     # sort path, or Triton): it sets the sampler's share of the activation peak
     sampler: str | None = None
+    # vLLM's --runner: "generate" (the default) or "pooling" for embedding/scoring models
+    runner: str | None = None
 
 
 @dataclass(frozen=True)
@@ -102,6 +104,7 @@ class ResolvedRequest:
     speculative: Any = None  # vmemplan.laws.speculative.SpeculativeConfig
     draft_config: Any = None  # the drafter's ModelConfig (EAGLE head / draft model), when resolved
     quant_scheme: Any = None  # vmemplan.laws.quant.QuantScheme, None for 16-bit weights
+    runner: str = "generate"  # "pooling" for embedding and scoring models
 
     @property
     def world_size(self) -> int:
@@ -260,8 +263,11 @@ def _resolve_with(inputs: PlanInputs, *, registry: Registry, source: ModelSource
                               sm_major=gpu.sm_major)
     if quant_scheme is not None:
         adapter_notes = (*adapter_notes, f"weights: {quant_scheme.describe()}")
+    runner = _resolve_runner(inputs.runner, config)
+    if inputs.runner is None:
+        defaulted.append("runner")
     return ResolvedRequest(
-        quant_scheme=quant_scheme,
+        quant_scheme=quant_scheme, runner=runner,
         inputs=inputs, source=source, config=config, adapter=adapter, gpu=gpu, rules=rules,
         vllm_version=inputs.vllm_version or rules.max_version or rules.min_version,
         dtype=dtype, gpu_memory_utilization=float(util), max_model_len=int(max_model_len),
@@ -272,6 +278,22 @@ def _resolve_with(inputs: PlanInputs, *, registry: Registry, source: ModelSource
         warnings=tuple(warnings), registry=registry, notes=adapter_notes,
         **_mm_and_spec(inputs, config),
     )
+
+
+#: Architecture suffixes vLLM serves with the pooling runner by default
+#: (vllm/config/model.py::ModelConfig._get_default_runner_type, 0.33.0, by name).
+_POOLING_SUFFIXES = ("ForEmbedding", "ForSequenceClassification", "ForRewardModel", "ForTokenClassification",
+                     "EmbeddingModel", "ForScore")
+
+
+def _resolve_runner(runner: str | None, config: ModelConfig) -> str:
+    if runner is not None:
+        if runner not in ("generate", "pooling"):
+            raise UsageError(f"unknown --runner {runner!r}", hint="generate or pooling")
+        return runner
+    if any(a.endswith(_POOLING_SUFFIXES) for a in config.architectures):
+        return "pooling"
+    return "generate"
 
 
 def _check_layout(inputs: PlanInputs, tp: int) -> None:

@@ -130,6 +130,11 @@ SamplerOpt = Annotated[Optional[str], typer.Option(
     "[default: the release's usual one]; it sets the sampler's share of the activation peak.", show_default=False)]
 
 
+RunnerOpt = Annotated[Optional[str], typer.Option(
+    "--runner", help="generate (default) or pooling, for embedding and scoring models (no sampler pass).",
+    show_default=False)]
+
+
 # --- the engine flags every planning command takes ---------------------------------------------
 #: vLLM's engine flags, in --help order, shared by `size`, `concurrency` and `sweep`: one list,
 #: so the three commands always accept the same flags.
@@ -157,6 +162,7 @@ ENGINE_FLAGS: dict[str, Any] = {
     "skip_mm_profiling": SkipMmProfilingOpt,
     "mm_encoder_tp_mode": MmEncoderTpModeOpt,
     "sampler": SamplerOpt,
+    "runner": RunnerOpt,
     "revision": RevisionOpt,
     "vllm_version": VersionOpt,
 }
