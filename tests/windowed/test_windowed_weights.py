@@ -142,14 +142,27 @@ def test_gemma4_26b_text_weights_and_log_061(config_dict):
     #   experts 128 × 3 × 704 × 2,816 = 761,266,176; 3 norms 8,448 → 761,649,280
     # embed 262,144 × 2,816 = 738,197,504 (tied); final norm 2,816
     # → 1,311,142,400 + 348,738,560 + 22,849,478,400 + 738,197,504 + 2,816 = 25,247,559,680
+    # The vision tower (transformers' Gemma4VisionModel, replicated on every rank): hidden 1,152,
+    # 27 layers, 16 heads × 72, MLP 4,304, patch 16, position table 10,240:
+    #   patch proj 1,152 × 768 = 884,736; position table 2 × 10,240 × 1,152 = 23,592,960
+    #   per layer: q, k, v, o 4 × 1,152² = 5,308,416; q/k norms 144; gate, up 2 × 1,152 × 4,304
+    #   = 9,916,416; down 4,304 × 1,152 = 4,958,208; 4 norms 4,608 → 20,187,792 × 27 = 545,070,384
+    #   embed_vision 2,816 × 1,152 = 3,244,032 → 572,792,112 parameters, + 2 × 1,152 std buffers
+    vision = 884_736 + 23_592_960 + 545_070_384 + 3_244_032
     a = _adapter(config_dict("google--gemma-4-26B-A4B.json"))
-    assert a.total_params() == 25_247_559_680
+    assert a.total_params() == 25_247_559_680 + vision
     wb = weight_bytes_per_rank(a.weight_tensors(GraphContext()), model_dtype="bfloat16")
-    # + rope caches 262,144 × 256 × 2 + 262,144 × 512 × 2 = 402,653,184 and 30 layer scalars (60 B)
-    assert wb.total_bytes == 50_495_119_360 + 402_653_184 + 60
-    # = 47.40 GiB for the language model; log 061 (0.19.x, bf16) prints 48.5 GiB, which also
-    # holds the vision tower (~0.55B parameters, not modelled here).
-    assert round(wb.total_bytes / GIB, 2) == 47.40
+    # + rope caches 262,144 × 256 × 2 + 262,144 × 512 × 2 = 402,653,184, 30 layer scalars (60 B)
+    # and the two vision standardisation buffers (2 × 1,152 × 2 B)
+    assert wb.total_bytes == 50_495_119_360 + 2 * vision + 402_653_184 + 60 + 4_608
+    # = 48.47 GiB of tensors; priced as the CUDA allocator rounds them (2 MiB segments for the
+    # large ones), 48.494 GiB: log 061 (0.19.x, bf16, A100) prints "Model loading took 48.5 GiB"
+    assert round(wb.total_bytes / GIB, 2) == 48.47
+    rounded = weight_bytes_per_rank(a.weight_tensors(GraphContext()), model_dtype="bfloat16", allocator_rounding=True)
+    assert abs(rounded.total_bytes / GIB - 48.5) < 0.01
+    text_only = weight_bytes_per_rank(
+        a.weight_tensors(GraphContext(limit_mm_per_prompt=(("image", 0), ("video", 0)))), model_dtype="bfloat16")
+    assert round(text_only.total_bytes / GIB, 2) == 47.40  # --limit-mm-per-prompt 0: no tower
 
 
 def test_llama4_scout_text_parameters(config_dict):

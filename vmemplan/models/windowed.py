@@ -580,6 +580,8 @@ class Gemma4(_WindowedBase):
                              in_features_full=h),
                 WeightTensor("model.per_layer_projection_norm", "norm", hpl, 1),
             ]
+        if ctx.pipeline_rank == 0:
+            out += gemma4_vision_tensors(cfg.raw, h, ctx)
         return out
 
     def _rope_tensors(self) -> list[WeightTensor]:
@@ -621,8 +623,58 @@ class Gemma4(_WindowedBase):
         if shared:
             out.append(f"the last {shared} layers reuse earlier layers' KV caches and own none")
         if self.config.architecture == "Gemma4ForConditionalGeneration":
-            out.append("the vision/audio towers and their embedders are not included in the weights figure")
+            if isinstance(self.config.raw.get("audio_config"), dict):
+                out.append("the audio tower is not included in the weights figure")
+            if isinstance(self.config.raw.get("vision_config"), dict):
+                out.append("the vision tower (transformers' Gemma4VisionModel) is replicated on every rank")
         return tuple(out)
+
+
+def gemma4_vision_tensors(raw: Mapping[str, Any], text_hidden: int, ctx: GraphContext) -> list[WeightTensor]:
+    """The Gemma-4 vision tower and its embedder, as vLLM loads them.
+
+    vllm/model_executor/models/gemma4_mm.py::Gemma4ForConditionalGeneration (0.33.0) builds
+    the tower with ``AutoModel.from_config(config.vision_config)``: transformers'
+    Gemma4VisionModel in plain ``nn.Linear`` layers, so every tensor-parallel rank holds all
+    of it.  Per transformers 5.x modeling_gemma4.py: a patch embedder (``3·p² → h`` and a
+    ``2 × position_embedding_size × h`` position table), layers of q/k/v/o (with q/k norms),
+    a gated MLP (gate, up, down) and four RMSNorms, optional clipping buffers, and the
+    ``std_bias``/``std_scale`` buffers.  The embedder is a ReplicatedLinear ``h → text
+    hidden``.  None when the model has no vision config or ``--limit-mm-per-prompt`` turns
+    images and video off.
+    """
+    vc = raw.get("vision_config")
+    if not isinstance(vc, Mapping):
+        return []
+    from vmemplan.laws.multimodal import limit_for
+
+    if all(limit_for(ctx.limit_mm_per_prompt, m) == 0 for m in ("image", "video")):
+        return []
+    h = _int(vc, "hidden_size")
+    inter = _int(vc, "intermediate_size")
+    layers = _int(vc, "num_hidden_layers")
+    heads = _int(vc, "num_attention_heads")
+    kv = _int(vc, "num_key_value_heads", heads)
+    hd = _int(vc, "head_dim", h // heads)
+    patch = _int(vc, "patch_size")
+    positions = _int(vc, "position_embedding_size")
+    out = [
+        WeightTensor("vision_tower.patch_embedder.input_proj", "encoder", h, 3 * patch * patch),
+        WeightTensor("vision_tower.patch_embedder.position_embedding_table", "encoder", 2 * positions, h),
+        WeightTensor("vision_tower.layers.q_proj+o_proj", "encoder", heads * hd, h, 2 * layers),
+        WeightTensor("vision_tower.layers.k_proj+v_proj", "encoder", kv * hd, h, 2 * layers),
+        WeightTensor("vision_tower.layers.q_norm+k_norm", "encoder", hd, 1, 2 * layers),
+        WeightTensor("vision_tower.layers.gate_proj+up_proj", "encoder", inter, h, 2 * layers),
+        WeightTensor("vision_tower.layers.down_proj", "encoder", h, inter, layers),
+        WeightTensor("vision_tower.layers.4 RMSNorms", "encoder", h, 1, 4 * layers),
+        WeightTensor("embed_vision.embedding_projection", "linear", text_hidden, h, 1, True, in_features_full=h),
+    ]
+    if vc.get("standardize"):
+        out.append(WeightTensor("vision_tower.std_bias+std_scale", "buffer", h, 1, 2))
+    if vc.get("use_clipped_linears"):
+        # four scalar bounds per clippable linear (7 per layer)
+        out.append(WeightTensor("vision_tower clipping bounds", "buffer", 1, 1, 4 * 7 * layers, dtype="float32"))
+    return out
 
 
 # --------------------------------------------------------------------------------------
