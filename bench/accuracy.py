@@ -56,7 +56,6 @@ def load_cases(path: Path = CASES) -> list[dict]:
 
 
 def plan_case(case: dict):
-    from vmemplan.api import plan_from_flags
     from vmemplan.registry import load_registry
     from vmemplan.resolve import PlanInputs, resolve
     from vmemplan.sources import ModelSource, load_model_source
@@ -73,7 +72,6 @@ def plan_case(case: dict):
         source = load_model_source(ref, bundled_dir=reg.models_dir)
     inputs = PlanInputs(model=source.model_id, gpu=case["gpu"], vllm_version=str(case["vllm_version"]),
                         **case.get("flags", {}))
-    _ = plan_from_flags
     return plan_memory(resolve(inputs, registry=reg, source=source))
 
 

@@ -25,7 +25,7 @@ from vmemplan.result import (
     Provenance,
     Verdict,
 )
-from vmemplan.units import GIB, format_gib
+from vmemplan.units import format_gib
 
 __all__ = ["plan_memory"]
 
@@ -258,7 +258,6 @@ def _plan_memory(req: ResolvedRequest) -> MemoryPlan:
         stage_act = activation.peak_bytes if last else activation.forward_bytes
         if req.kv_cache_memory_bytes is not None:
             avail = req.kv_cache_memory_bytes
-            non_kv = wb.total_bytes + eplb + stage_act + non_torch
         else:
             a = available_kv_cache_bytes(
                 requested_bytes=requested, weights_bytes=wb.total_bytes + eplb, activation_peak_bytes=stage_act,
@@ -266,7 +265,7 @@ def _plan_memory(req: ResolvedRequest) -> MemoryPlan:
                 subtract_cuda_graph=subtract_cg, formula=rules.budget.formula,
                 pre_budget_bytes=pre.total_bytes,
             )
-            avail, non_kv = a.available_bytes, a.non_kv_bytes
+            avail = a.available_bytes
         fixed = wb.total_bytes + eplb + stage_act + cg.total_bytes
         ranks.append(PerRank(
             weights_bytes=wb.total_bytes, activation_peak_bytes=stage_act, cuda_graph_bytes=cg.total_bytes,
@@ -369,5 +368,3 @@ def _plan_memory(req: ResolvedRequest) -> MemoryPlan:
 
     return replace(plan, log_lines=tuple(log_lines(plan, rules)))
 
-
-_ = GIB

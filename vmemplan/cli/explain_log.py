@@ -11,7 +11,7 @@ from typing import Annotated, Optional
 import typer
 
 from vmemplan.cli._common import emit, reports_errors
-from vmemplan.cli._options import GpuOpt, NoColorOpt, OnlineOpt, VersionOpt, WhatIfOpt
+from vmemplan.cli._options import NoColorOpt, OnlineOpt, VersionOpt, WhatIfOpt
 from vmemplan.errors import BadInput, BadLog
 
 __all__ = ["explain_log", "read_log_input", "ExplainFormat"]

@@ -13,8 +13,8 @@ Laws turn those into bytes; adapters do no arithmetic beyond shapes.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from vmemplan.errors import UnsupportedArchitecture, UsageError
@@ -345,6 +345,3 @@ def rope_cache_positions(config: ModelConfig) -> tuple[int, int]:
 def make_layer_names(num_layers: int, fmt: str = "model.layers.{i}.self_attn.attn") -> list[str]:
     return [fmt.format(i=i) for i in range(num_layers)]
 
-
-Factory = Callable[["ModelConfig"], Adapter]
-_ = field  # re-exported for family modules
