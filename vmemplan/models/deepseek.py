@@ -203,6 +203,22 @@ def experts_per_rank(num_experts: int, ctx: GraphContext) -> int:
     return moe_shard(ctx, num_experts)[0]
 
 
+def shared_expert_tensors(prefix: str, *, shared: int, moe_inter: int, hidden: int, num_layers: int,
+                          ctx: GraphContext) -> list[WeightTensor]:
+    """The always-on shared experts of ``num_layers`` MoE layers: one gated MLP of width
+    ``shared × moe_intermediate_size``, column/row-parallel over TP (DeepseekV2MLP in
+    deepseek_v2.py, 0.33.0).  Empty when the model has none."""
+    if not shared:
+        return []
+    si = moe_inter * shared
+    tp = ctx.tensor_parallel_size
+    return [
+        WeightTensor(f"{prefix}.gate_up_proj", "linear", 2 * si // tp, hidden, num_layers, True,
+                     in_features_full=hidden),
+        WeightTensor(f"{prefix}.down_proj", "linear", hidden, si // tp, num_layers, True, in_features_full=si),
+    ]
+
+
 def moe_expert_tensors(
     prefix: str,
     *,
@@ -369,14 +385,8 @@ class DeepseekMLA(Adapter):
             out.append(WeightTensor("mlp.gate", "router", experts, h, moe))
             if text.get("topk_method") == "noaux_tc":
                 out.append(WeightTensor("mlp.gate.e_score_correction_bias", "router", experts, 1, moe, dtype="float32"))
-            shared = int(text.get("n_shared_experts") or 0)
-            if shared:
-                si = moe_inter * shared
-                out += [
-                    WeightTensor("mlp.shared_experts.gate_up_proj", "linear", 2 * si // tp, h, moe, True,
-                                 in_features_full=h),
-                    WeightTensor("mlp.shared_experts.down_proj", "linear", h, si // tp, moe, True, in_features_full=si),
-                ]
+            out += shared_expert_tensors("mlp.shared_experts", shared=int(text.get("n_shared_experts") or 0),
+                                         moe_inter=moe_inter, hidden=h, num_layers=moe, ctx=ctx)
             out += moe_expert_tensors("mlp.experts", num_experts=experts, hidden=h, inter=moe_inter,
                                       num_layers=moe, ctx=ctx)
         return out

@@ -28,7 +28,7 @@ from typing import Any
 
 from vmemplan.errors import UsageError
 from vmemplan.models.base import Adapter, GraphContext, WeightTensor, register
-from vmemplan.models.deepseek import moe_expert_tensors
+from vmemplan.models.deepseek import moe_expert_tensors, shared_expert_tensors
 from vmemplan.models.dense import pad_vocab, pp_layer_range
 
 __all__ = ["DeepseekV4", "DeepseekV41", "compress_ratios", "mega_attention_serves", "prefill_workspace_bytes"]
@@ -387,14 +387,8 @@ class DeepseekV4(Adapter):
             moe_inter = int(self._t("moe_intermediate_size"))
             out.append(WeightTensor("ffn.gate", "router", experts, h, n))
             out.append(WeightTensor("ffn.gate.bias", "router", experts, 1, n, dtype="float32"))
-            shared = int(text.get("n_shared_experts") or 0)
-            if shared:
-                si = moe_inter * shared
-                out += [
-                    WeightTensor("ffn.shared_experts.gate_up_proj", "linear", 2 * si // tp, h, n, True,
-                                 in_features_full=h),
-                    WeightTensor("ffn.shared_experts.down_proj", "linear", h, si // tp, n, True, in_features_full=si),
-                ]
+            out += shared_expert_tensors("ffn.shared_experts", shared=int(text.get("n_shared_experts") or 0),
+                                         moe_inter=moe_inter, hidden=h, num_layers=n, ctx=ctx)
             out += moe_expert_tensors("ffn.experts", num_experts=experts, hidden=h, inter=moe_inter,
                                       num_layers=n, ctx=ctx)
             hc = int(text.get("hc_mult", 1) or 1)
