@@ -52,7 +52,9 @@ def test_close_to_the_seed(p):
 
 
 def test_log_lines_are_0_33_format(p):
-    lines = p.log_lines
+    from vmemplan.render.vllm_log import log_lines
+
+    lines = log_lines(p)
     assert lines[0].startswith("Model loading took 14.99 GiB memory")
     joined = [ln for ln in lines if ln.startswith("GPU KV cache size:")]
     assert joined and f"{p.kv_cache.tokens:,} tokens, Maximum concurrency for 32,768 tokens per request: " in joined[0]

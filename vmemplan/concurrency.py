@@ -306,8 +306,8 @@ def report_from_plan(plan: Any, shapes: Sequence[RequestShape], *, reference_tok
                      "group separately (" + ", ".join(f"{g.kind}×{len(g.layer_names)}" for g in pool.groups) + ")")
     return concurrency_report(
         shapes, num_blocks=pool.num_blocks, blocks_for=steady, admission_blocks_for=admit,
-        max_num_seqs=int(e["max_num_seqs"]), max_num_batched_tokens=int(e["max_num_batched_tokens"]),
-        max_model_len=int(e["max_model_len"]), vllm_max_concurrency=float(pool.max_concurrency),
+        max_num_seqs=int(e.max_num_seqs), max_num_batched_tokens=int(e.max_num_batched_tokens),
+        max_model_len=int(e.max_model_len), vllm_max_concurrency=float(pool.max_concurrency),
         fixed_blocks_per_request=fixed, admission_blocks_per_request=admission,
         reference_tokens=reference_tokens, notes=extra,
     )
@@ -491,6 +491,6 @@ def sim_config_from_plan(plan: Any, *, max_steps: int = 2_000_000) -> tuple[Any,
     if fixed:
         notes.append(f"each request holds {fixed} fixed block(s) while it runs (window rings, recurrent state)")
     cfg = SimConfig(num_blocks=max(num_blocks, 2), block_size=block,
-                    max_num_batched_tokens=int(e["max_num_batched_tokens"]), max_num_seqs=int(e["max_num_seqs"]),
+                    max_num_batched_tokens=int(e.max_num_batched_tokens), max_num_seqs=int(e.max_num_seqs),
                     fixed_blocks_per_request=fixed, max_steps=max_steps)
     return cfg, tuple(notes)

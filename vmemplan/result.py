@@ -8,9 +8,13 @@ added, never renamed or dropped (``schema_version`` 1).
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-__all__ = ["Provenance", "PerRank", "KvCacheSummary", "Verdict", "MemoryPlan", "SCHEMA_VERSION"]
+if TYPE_CHECKING:
+    from vmemplan.laws.kv_pool import PoolPlan
+    from vmemplan.rules import RulesPack
+
+__all__ = ["Provenance", "PerRank", "KvCacheSummary", "Verdict", "EngineSettings", "MemoryPlan", "SCHEMA_VERSION"]
 
 SCHEMA_VERSION = 1
 
@@ -84,6 +88,30 @@ class Verdict:
 
 
 @dataclass(frozen=True)
+class EngineSettings:
+    """The engine settings a plan was made with, every default applied (vLLM's names)."""
+
+    tensor_parallel_size: int
+    pipeline_parallel_size: int
+    max_model_len: int
+    max_num_seqs: int
+    max_num_batched_tokens: int
+    block_size: int
+    kv_cache_dtype: str
+    dtype: str
+    gpu_memory_utilization: float
+    enforce_eager: bool
+    enable_prefix_caching: bool
+    kv_cache_memory_bytes: int | None
+    cudagraph_mode: str
+    cudagraph_capture_sizes: int  # how many sizes are captured
+    runner: str
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
 class MemoryPlan:
     """Everything vmemplan knows about one deployment, per rank."""
 
@@ -95,7 +123,7 @@ class MemoryPlan:
     gpu_total_memory_bytes: int
     vllm_version: str
     rules_pack: str
-    engine: dict[str, Any]
+    engine: EngineSettings
     defaulted: tuple[str, ...]
     per_rank: PerRank
     kv_cache: KvCacheSummary
@@ -104,13 +132,15 @@ class MemoryPlan:
     warnings: tuple[str, ...]
     ranks: tuple[PerRank, ...] = ()
     parameters: int = 0
-    log_lines: tuple[str, ...] = field(default=())
-    # the KV pool law's own object (vmemplan.laws.kv_pool.PoolPlan), for per-length request
-    # figures (concurrency, simulation); not part of the JSON contract
-    pool: Any = field(default=None, compare=False, repr=False)
+    # the KV pool law's frozen result, for per-length request figures (concurrency,
+    # simulation); not part of the JSON contract
+    pool: PoolPlan | None = field(default=None, compare=False, repr=False)
     notes: tuple[str, ...] = field(default=())
+    # the release's rules the plan was made under (renderers read its log formats)
+    rules: RulesPack | None = field(default=None, compare=False, repr=False)
 
     def to_json(self) -> dict[str, Any]:
+        """The data of the JSON contract (``render.json_out.plan_json`` adds the rendered log lines)."""
         per_rank = asdict(self.per_rank)
         kv = asdict(self.kv_cache)
         kv["groups"] = [asdict(g) for g in self.kv_cache.groups]
@@ -121,13 +151,12 @@ class MemoryPlan:
             "gpu": {"id": self.gpu_id, "name": self.gpu_name, "total_memory_bytes": self.gpu_total_memory_bytes},
             "vllm_version": self.vllm_version,
             "rules_pack": self.rules_pack,
-            "engine": {**self.engine, "defaulted": list(self.defaulted)},
+            "engine": {**self.engine.to_json(), "defaulted": list(self.defaulted)},
             "per_rank": per_rank,
             "kv_cache": kv,
             "verdict": asdict(self.verdict),
             "provenance": [asdict(p) for p in self.provenance],
             "warnings": list(self.warnings),
-            "log_lines": list(self.log_lines),
             "notes": list(self.notes),
         }
         if self.ranks:

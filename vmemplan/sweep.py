@@ -4,15 +4,12 @@
 size flag; several ``--vary`` make the grid of every combination (the first ``--vary`` varies
 slowest).  Each point is planned exactly as ``vmemplan size`` would plan it.
 
-Speed: the model source and the registry are read once.  Points that differ only in the budget
-(``gpu_memory_utilization``, ``kv_cache_memory``) share one full plan — weights, activation peak,
-CUDA graphs and the KV cache groups do not depend on the budget — and only the budget tail is
-recomputed: ``requested = ceil(total * util)``, ``available = requested - non-KV``,
-``num_blocks = available // block_bytes`` and vLLM's tokens/concurrency figures
-(vllm/v1/worker/gpu_worker.py::determine_available_memory and
-vllm/v1/core/kv_cache_utils.py::get_kv_cache_config_from_groups / get_kv_cache_capacity, 0.33.0).
-Pipeline-parallel points (several workers) are planned in full.  tests/sweep checks the tail
-against a full plan.
+Speed: the model source and the registry are read once, and every point runs the same pipeline
+steps as ``size`` (:mod:`vmemplan.pipeline`).  Points that differ only in the budget
+(``gpu_memory_utilization``, ``kv_cache_memory``) share the steps before the budget — weights,
+activation peak, CUDA graphs and the KV cache specs do not depend on it — and re-run only the
+budget, pool and verdict steps.  tests/test_pipeline_agreement.py checks that every point equals
+``size`` to the byte.
 
 Solve: with a target (``min_concurrency`` requests at ``request_tokens``, or ``min_kv_tokens``)
 the points that start and meet it are kept; the answer prefers the cheapest GPU (the order the
@@ -240,11 +237,14 @@ class SweepPoint:
 
 @dataclass
 class _Shape:
-    """A full plan and what the budget tail needs from it."""
+    """What a point's non-budget flags fix: the resolved request and the pipeline's first steps
+    (model graph, overheads, pool context).  Budget-only flags re-run the tail from here."""
 
-    plan: Any
     req: Any
-    blocks_for_request: int | None
+    graph: Any
+    over: Any
+    ctx: Any
+    blocks_for_request: int | None = None
 
 
 _BUDGET_FIELDS = ("gpu_memory_utilization", "kv_cache_memory_bytes")
@@ -253,8 +253,11 @@ _BUDGET_FIELDS = ("gpu_memory_utilization", "kv_cache_memory_bytes")
 class SweepEvaluator:
     """Plans points against one registry and one model source (read once, by the caller).
 
-    ``base`` holds the fixed flags as PlanInputs fields (``model`` and ``gpu`` included);
-    ``request_tokens`` adds the effective concurrency at that length to every point."""
+    Every point goes through the same pipeline steps as ``vmemplan size``
+    (:mod:`vmemplan.pipeline`); points that differ only in the budget flags share the steps
+    before the budget.  ``base`` holds the fixed flags as PlanInputs fields (``model`` and
+    ``gpu`` included); ``request_tokens`` adds the effective concurrency at that length to
+    every point."""
 
     def __init__(self, base: Mapping[str, Any], *, registry: Any, source: Any,
                  request_tokens: int | None = None) -> None:
@@ -279,23 +282,23 @@ class SweepEvaluator:
             raise UsageError(f"{loc}: {first['msg']}") from None
 
     def _shape(self, inputs: Any) -> _Shape:
-        from vmemplan.planner import plan_memory
+        from vmemplan import pipeline
         from vmemplan.resolve import resolve_with
 
-        key_fields = inputs.model_dump(exclude=set(_BUDGET_FIELDS))
-        key = tuple(sorted(key_fields.items()))
+        key = tuple(sorted(inputs.model_dump(exclude=set(_BUDGET_FIELDS)).items(), key=lambda kv: kv[0]))
+        try:
+            hash(key)
+        except TypeError:  # a dict-valued flag (JSON given as a mapping): key by its text
+            key = tuple((k, repr(v)) for k, v in key)
         cached = self._shapes.get(key)
         if cached is None:
             try:
                 shape_inputs = inputs.model_copy(update={"gpu_memory_utilization": None, "kv_cache_memory_bytes": None})
                 req = resolve_with(shape_inputs, registry=self.registry, source=self.source)
-                plan = plan_memory(req)
+                graph = pipeline.model_graph(req)
+                over = pipeline.overheads(req, graph)
+                cached = _Shape(req, graph, over, pipeline.pool_context(req))
                 self.full_plans += 1
-                bpr = None
-                if self.request_tokens is not None and plan.pool is not None and plan.pool.groups:
-                    pool = plan.pool
-                    bpr = pool.sequence_variable_blocks(self.request_tokens) + pool.sequence_fixed_blocks()
-                cached = _Shape(plan, req, bpr)
             except VmemplanError as exc:
                 cached = exc
             self._shapes[key] = cached
@@ -303,34 +306,21 @@ class SweepEvaluator:
             raise cached
         return cached
 
-    def _concurrency(self, plan: Any, num_blocks: int, bpr: int | None) -> int | None:
+    def _concurrency(self, plan: Any, shape: _Shape) -> int | None:
         if self.request_tokens is None:
             return None
         from vmemplan.concurrency import effective_concurrency, requests_by_kv
 
         e = plan.engine
-        if self.request_tokens > e["max_model_len"]:
+        if self.request_tokens > e.max_model_len:
             return 0
-        if bpr is None:
-            return int(e["max_num_seqs"])
-        return effective_concurrency(int(e["max_num_seqs"]), requests_by_kv(num_blocks - 1, bpr))
-
-    def _full(self, inputs: Any, point: Mapping[str, Any]) -> SweepPoint:
-        from vmemplan.planner import plan_memory
-        from vmemplan.resolve import resolve_with
-
-        plan = plan_memory(resolve_with(inputs, registry=self.registry, source=self.source))
-        self.full_plans += 1
-        bpr = None
-        if self.request_tokens is not None and plan.pool is not None and plan.pool.groups:
-            bpr = plan.pool.sequence_variable_blocks(self.request_tokens) + plan.pool.sequence_fixed_blocks()
-        kv = plan.kv_cache
-        return SweepPoint(values=dict(point), weights_bytes=plan.per_rank.weights_bytes,
-                          available_kv_cache_bytes=plan.per_rank.available_kv_cache_bytes,
-                          kv_cache_tokens=kv.tokens, max_concurrency=kv.max_concurrency,
-                          starts=plan.verdict.starts, num_blocks=kv.num_blocks,
-                          concurrency_at_request_tokens=self._concurrency(plan, kv.num_blocks, bpr),
-                          reason=plan.verdict.reason)
+        pool = plan.pool
+        if pool is None or not pool.groups:
+            return int(e.max_num_seqs)
+        if shape.blocks_for_request is None:
+            shape.blocks_for_request = (pool.sequence_variable_blocks(self.request_tokens)
+                                        + pool.sequence_fixed_blocks())
+        return effective_concurrency(int(e.max_num_seqs), requests_by_kv(pool.num_blocks - 1, shape.blocks_for_request))
 
     def evaluate(self, point: Mapping[str, Any]) -> SweepPoint:
         """Plan one point; refused flags give a point with ``error`` set instead of raising."""
@@ -340,69 +330,34 @@ class SweepEvaluator:
             return SweepPoint(values=dict(point), weights_bytes=None, available_kv_cache_bytes=None,
                               kv_cache_tokens=None, max_concurrency=None, starts=False, error=exc.message)
 
-    def _evaluate(self, point: Mapping[str, Any]) -> SweepPoint:
-        inputs = self._inputs(point)
+    def plan(self, point: Mapping[str, Any]) -> Any:
+        """The full :class:`~vmemplan.result.MemoryPlan` of one point (what ``size`` prints for it)."""
+        return self._plan(self._inputs(point))[0]
+
+    def _plan(self, inputs: Any) -> tuple[Any, _Shape]:
+        from vmemplan import pipeline
+        from vmemplan.model_config import config_value_guard
+
         shape = self._shape(inputs)
-        plan, req = shape.plan, shape.req
-        pool = plan.pool
-        if (req.pipeline_parallel_size > 1 or pool is None or not pool.groups
-                or pool.ctx is None or pool.ctx.num_gpu_blocks_override is not None
-                or not pool.ctx.reserve_null_block):
-            return self._full(inputs, point)
-        return self._tail(point, inputs, shape)
-
-    def _tail(self, point: Mapping[str, Any], inputs: Any, shape: _Shape) -> SweepPoint:
-        """Re-budget a shape's plan for this point's utilization / KV memory (pp = 1)."""
-        from vmemplan.laws.budget import available_kv_cache_bytes, requested_memory_bytes
-        from vmemplan.laws.kv_pool import _tokens
-
-        plan, req = shape.plan, shape.req
-        rules = req.rules
         util = inputs.gpu_memory_utilization
-        if util is None:
-            util = rules.defaults.gpu_memory_utilization.value
-        if not 0 < util <= 1:
-            raise UsageError(f"--gpu-memory-utilization {util} is outside (0, 1]")
-        kv_mem = inputs.kv_cache_memory_bytes
-        r = plan.per_rank
-        total = plan.gpu_total_memory_bytes
-        requested = requested_memory_bytes(total, util, rounding=rules.budget.requested_rounding)
-        if kv_mem is not None:
-            avail = kv_mem
-        else:
-            avail = available_kv_cache_bytes(
-                requested_bytes=requested, weights_bytes=r.weights_bytes, activation_peak_bytes=r.activation_peak_bytes,
-                non_torch_bytes=r.non_torch_bytes, cuda_graph_estimate_bytes=r.cuda_graph_bytes,
-                subtract_cuda_graph=r.cuda_graph_subtracted, formula=rules.budget.formula,
-                pre_budget_bytes=r.pre_budget_bytes,
-            ).available_bytes
-        pool = plan.pool
-        a = max(avail, 0)
-        bb, bpr = pool.block_bytes, pool.blocks_per_request
-        num_blocks = a // bb if a > 0 else 0
-        conc = num_blocks / bpr if bpr else 0.0
-        tokens = _tokens(num_blocks, conc, pool.groups, pool.ctx)
-        check = a - bb
-        if a <= 0 or check <= 0:
-            fits = False
-            if a <= 0:
-                num_blocks, conc, tokens = 0, 0.0, 0
-        else:
-            fits = pool.needed_bytes <= check
-        reason = None
-        if requested + r.pre_budget_bytes > total and kv_mem is None:
-            reason = "the budget plus what vLLM holds before it exceeds the GPU"
-        elif r.weights_bytes > requested:
-            reason = "the weights do not fit the budget"
-        elif avail <= 0:
-            reason = "No available memory for the cache blocks"
-        elif not fits:
-            reason = "one max_model_len request needs more KV cache than is available"
-        return SweepPoint(values=dict(point), weights_bytes=r.weights_bytes, available_kv_cache_bytes=avail,
-                          kv_cache_tokens=tokens, max_concurrency=conc, starts=reason is None,
-                          num_blocks=num_blocks,
-                          concurrency_at_request_tokens=self._concurrency(plan, num_blocks, shape.blocks_for_request),
-                          reason=reason)
+        if util is not None and not 0 < util <= 1:
+            raise UsageError(f"--gpu-memory-utilization {util} is outside (0, 1]",
+                             hint="vLLM takes a fraction of the GPU, e.g. 0.92")
+        req = pipeline.with_budget_flags(shape.req, gpu_memory_utilization=util,
+                                         kv_cache_memory_bytes=inputs.kv_cache_memory_bytes)
+        with config_value_guard(req.source.model_id):
+            plan = pipeline.tail(req, shape.graph, shape.over, ctx=shape.ctx)
+        return plan, shape
+
+    def _evaluate(self, point: Mapping[str, Any]) -> SweepPoint:
+        plan, shape = self._plan(self._inputs(point))
+        kv = plan.kv_cache
+        return SweepPoint(values=dict(point), weights_bytes=plan.per_rank.weights_bytes,
+                          available_kv_cache_bytes=plan.per_rank.available_kv_cache_bytes,
+                          kv_cache_tokens=kv.tokens, max_concurrency=kv.max_concurrency,
+                          starts=plan.verdict.starts, num_blocks=kv.num_blocks,
+                          concurrency_at_request_tokens=self._concurrency(plan, shape),
+                          reason=plan.verdict.reason)
 
 
 def run_sweep(evaluator: SweepEvaluator, varies: Sequence[Vary]) -> list[SweepPoint]:

@@ -273,7 +273,9 @@ def plan_config(config: Any, *, gpu: str = "h100", **flags: Any) -> Any:
     inputs = PlanInputs(model="fuzz/model", gpu=gpu, **flags)
     plan = plan_memory(resolve_with(inputs, registry=registry(), source=source))
     text = dumps(plan.to_json())
-    _ = plan.log_lines
+    from vmemplan.render.vllm_log import log_lines
+
+    _ = log_lines(plan)
     return text
 
 

@@ -39,11 +39,13 @@ def size(
 
     plan = plan_from_flags(model=model, gpu=gpu, request_tokens=request_tokens, spinner=True, **engine)
     if output_format is OutputFormat.json:
-        from vmemplan.render.json_out import dumps
+        from vmemplan.render.json_out import dumps, plan_json
 
-        emit(dumps(plan.to_json()))
+        emit(dumps(plan_json(plan)))
     elif output_format is OutputFormat.log:
-        emit("".join(line + "\n" for line in plan.log_lines))
+        from vmemplan.render.vllm_log import log_lines
+
+        emit("".join(line + "\n" for line in log_lines(plan)))
     else:
         from vmemplan.render.table import render_table, render_tree
 
@@ -60,4 +62,4 @@ def size(
     if min_concurrency is not None or min_kv_tokens is not None:  # gates: exit 3 when not met
         from vmemplan.cli.concurrency import check_gates
 
-        check_gates(plan, None, min_concurrency, request_tokens or plan.engine["max_model_len"], min_kv_tokens)
+        check_gates(plan, None, min_concurrency, request_tokens or plan.engine.max_model_len, min_kv_tokens)

@@ -33,7 +33,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from vmemplan.errors import RegistryInvalid, UsageError, VmemplanError
+from vmemplan import pipeline
+from vmemplan.errors import UsageError, VmemplanError
 from vmemplan.explain.parse import GIB, Figures, Startup
 
 if TYPE_CHECKING:
@@ -284,118 +285,125 @@ class _Setting:
 
     @property
     def subtracts_cuda_graph(self) -> bool:
-        return (bool(self.rules.cuda_graphs.estimate_subtracted_by_default)
-                or self.rules.budget.formula == "requested_minus_non_kv_minus_cudagraph") and not self.eager
+        return pipeline.cuda_graph_subtracted(self.rules, "NONE" if self.eager else self.rules.cuda_graphs.default_mode)
 
 
-def _era_version(cost: Any, version: str, rules: RulesPack) -> str:
+class _Steps:
+    """The pipeline's steps for one setting of a linked model (what ``size`` computes for the same
+    flags), built lazily and once: every law a what-if moves comes from here."""
+
+    def __init__(self, link: ModelLink, s: _Setting, registry: Registry, gpu: Gpu | None) -> None:
+        self.link, self.s, self.registry, self.gpu = link, s, registry, gpu
+        self._req: Any = None
+        self._graph: Any = None
+        self._over: Any = None
+
+    @property
+    def req(self) -> Any:
+        if self._req is None:
+            self._req = _request(self.link, self.s, self.registry, self.gpu)
+        return self._req
+
+    @property
+    def graph(self) -> Any:
+        if self._graph is None:
+            self._graph = pipeline.model_graph(self.req)
+        return self._graph
+
+    @property
+    def over(self) -> Any:
+        if self._over is None:
+            self._over = pipeline.overheads(self.req, self.graph)
+        return self._over
+
+    def weights(self) -> int:
+        return int(self.graph.weights_bytes)
+
+    def activation(self) -> int:
+        return int(self.over.activation_peak_bytes)
+
+    def non_torch(self) -> int:
+        return int(self.over.non_torch_bytes)
+
+    def cuda_graph(self) -> int:
+        return int(self.over.cuda_graph_bytes)
+
+    def pool(self, available: int) -> Any:
+        req = pipeline.with_budget_flags(self.req, kv_cache_memory_bytes=max(int(available), 0))
+        return pipeline.tail(req, self.graph, self.over).pool
+
+
+def _request(link: ModelLink, s: _Setting, registry: Registry, gpu: Gpu | None) -> Any:
+    """The resolved request ``size`` would build for this setting (so the same refusals apply)."""
+    from pydantic import ValidationError
+
+    from vmemplan.resolve import PlanInputs, resolve_with
+
+    g = gpu.id if gpu is not None else _FALLBACK_GPU
     try:
-        cost.era_for(version, engine=rules.engine)
-        return version
-    except (RegistryInvalid, VmemplanError):
-        return rules.min_version
+        inputs = PlanInputs(model=link.model_id, gpu=g, gpu_memory_utilization=s.util, max_model_len=s.max_model_len,
+                            max_num_seqs=s.seqs, max_num_batched_tokens=s.mnbt, block_size=s.block_size,
+                            kv_cache_dtype=s.kv_cache_dtype, dtype=s.dtype, tensor_parallel_size=s.tp,
+                            pipeline_parallel_size=s.pp, enforce_eager=s.eager, vllm_version=s.version)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise UsageError(f"--what-if {'-'.join(str(p) for p in first['loc']).replace('_', '-')}: {first['msg']}",
+                         hint="vmemplan takes vLLM's flag names and values") from None
+    return resolve_with(inputs, registry=registry, source=link.source)
 
 
-def _activation(link: ModelLink, s: _Setting, cost: Any) -> int:
-    from vmemplan.laws import activation as act_law
-    from vmemplan.model_config import dtype_bytes
-    from vmemplan.models.base import GraphContext
-
-    cfg, adapter = link.config, link.adapter
-    ctx = GraphContext(tensor_parallel_size=s.tp, pipeline_parallel_size=s.pp, block_size=s.block_size,
-                       cache_dtype=s.kv_cache_dtype, model_dtype=s.dtype, max_model_len=s.max_model_len or 2048,
-                       max_num_batched_tokens=s.mnbt, max_num_seqs=s.seqs)
-    extra, _ = adapter.extra_activation_bytes(ctx, max_num_batched_tokens=s.mnbt, max_num_seqs=s.seqs)
-    est = act_law.activation_peak_bytes(
-        family=adapter.family, hidden_size=cfg.hidden_size, num_attention_heads=cfg.num_attention_heads,
-        head_dim=cfg.head_dim, intermediate_size=adapter.intermediate_size, vocab_size=cfg.vocab_size,
-        tensor_parallel_size=s.tp, max_num_batched_tokens=s.profile_tokens, max_num_seqs=s.seqs,
-        dtype_bytes=dtype_bytes(s.dtype),
-        constants=cost.activation_constants(_era_version(cost, s.version, s.rules), engine=s.engine),
-        extra_model_buffers_bytes=extra)
-    return est.peak_bytes
+#: the GPU whose backend choices stand in when a log names none (its total is not used: the
+#: what-if prices the budget from the log's own total)
+_FALLBACK_GPU = "h100"
 
 
-def _non_torch(s: _Setting, cost: Any) -> int:
-    from vmemplan.laws import overhead as oh_law
-
-    return oh_law.non_torch_bytes(world_size=s.tp * s.pp, nccl_inside_budget=s.rules.budget.nccl_inside_budget,
-                                  constants=cost.non_torch_constants(_era_version(cost, s.version, s.rules),
-                                                                     engine=s.engine))
-
-
-def _cuda_graph(link: ModelLink | None, s: _Setting, cost: Any) -> int:
-    from vmemplan.laws import overhead as oh_law
-
-    if s.eager:
-        return 0
-    cg = s.rules.cuda_graphs
-    sizes = cg.capture_sizes(max_num_seqs=s.seqs, max_num_batched_tokens=s.mnbt)
-    return oh_law.cuda_graph_bytes(
-        mode=cg.default_mode, capture_sizes=sizes, max_num_seqs=s.seqs, constants=cost.cuda_graph_constants(),
-        hidden_size=link.config.hidden_size if link else None,
-        num_layers=link.config.num_hidden_layers if link else None, tensor_parallel_size=s.tp).total_bytes
-
-
-def _model_weights(link: ModelLink, s: _Setting) -> int:
-    from vmemplan.laws.weights import weight_bytes_per_rank
-    from vmemplan.models.base import GraphContext
-
-    ctx = GraphContext(tensor_parallel_size=s.tp, pipeline_parallel_size=s.pp, model_dtype=s.dtype,
-                       cache_dtype=s.kv_cache_dtype, block_size=s.block_size)
-    return weight_bytes_per_rank(link.adapter.weight_tensors(ctx), model_dtype=s.dtype).total_bytes
-
-
-def _pool_context(s: _Setting, max_model_len: int) -> Any:
-    from vmemplan.laws.kv_pool import PoolContext
-
-    kv = s.rules.kv_cache
-    return PoolContext(max_model_len=max_model_len, max_num_batched_tokens=s.mnbt,
-                       async_scheduling=bool(s.rules.defaults.async_scheduling.value),
-                       hybrid_group_threshold=kv.hybrid_group_threshold, tokens_formula=kv.tokens_formula,
-                       pipeline_parallel_size=s.pp, reserve_null_block=bool(kv.null_block))
-
-
-def _model_pool(link: ModelLink, s: _Setting, available: int) -> Any:
-    from vmemplan.laws.kv_pool import UngroupableSpecs, plan_pool, plan_pool_ungrouped
-    from vmemplan.models.base import GraphContext
-
-    L = s.max_model_len or link.adapter.derived_max_model_len()
-    ctx = GraphContext(tensor_parallel_size=s.tp, pipeline_parallel_size=s.pp, block_size=s.block_size,
-                       cache_dtype=s.kv_cache_dtype, model_dtype=s.dtype, max_model_len=L,
-                       max_num_batched_tokens=s.mnbt, max_num_seqs=s.seqs)
-    specs = link.adapter.kv_cache_specs(ctx)
-    pctx = _pool_context(s, L)
-    try:
-        return plan_pool(specs, available, pctx)
-    except UngroupableSpecs:
-        return plan_pool_ungrouped(specs, available, pctx)
-
-
-def model_check_inputs(startup: Startup, link: ModelLink, base: Baseline) -> tuple[int | None, int | None, str]:
+def model_check_inputs(startup: Startup, link: ModelLink, base: Baseline, *, registry: Registry,
+                       gpu: Gpu | None = None) -> tuple[int | None, int | None, str]:
     """(bytes per token, weights per rank, note) for :func:`vmemplan.explain.explain`'s model checks,
-    at the log's tp / kv_cache_dtype / block size.  Weights are left out (``None``) for a quantized
-    checkpoint, whose packing the weights law does not price."""
+    at the log's tp / kv_cache_dtype / block size, from the same pipeline steps ``size`` runs (so the
+    check and ``size`` agree to the byte).  Weights are left out (``None``) when the log quantized an
+    unquantized checkpoint online, a packing the config does not describe."""
     s = _setting_of(base, base.vllm_version or base.rules.min_version)
+    steps = _Steps(link, s, registry, gpu)
     try:
-        pool = _model_pool(link, s, 1 << 40)
-        bpt = pool.bytes_per_token
+        bpt = steps.pool(1 << 40).bytes_per_token
     except VmemplanError:
         bpt = None
     weights: int | None = None
     note = (f"model checks use the {link.how}, at tp={s.tp}, kv_cache_dtype={s.kv_cache_dtype}, block size"
             f" {s.block_size}, {s.dtype}")
     quant = startup.figures.quantization
-    if link.quantized or (quant and quant.lower() not in ("none", "null")):
-        note += "; the weights check is skipped: the checkpoint is quantized"
+    if not link.quantized and quant and quant.lower() not in ("none", "null"):
+        note += f"; the weights check is skipped: the log quantizes the checkpoint online ({quant})"
     else:
         try:
-            weights = _model_weights(link, s)
+            weights = steps.weights()
         except VmemplanError:
             weights = None
     if bpt is None:
         note += "; no single bytes-per-token figure (sliding-window, linear-attention or mamba layers)"
     return bpt, weights, note
+
+
+def _model_free_non_torch(s: _Setting, cost: Any) -> int:
+    """Non-torch growth when no model is linked: the cost model's era figure at the log's world
+    size (vmemplan/laws/overhead.py::non_torch_bytes), the same law the pipeline applies."""
+    from vmemplan.laws import overhead as oh_law
+
+    return oh_law.non_torch_bytes(world_size=s.tp * s.pp, nccl_inside_budget=s.rules.budget.nccl_inside_budget,
+                                  constants=cost.non_torch_constants(s.version, engine=s.engine))
+
+
+def _model_free_cuda_graph(s: _Setting, cost: Any) -> int:
+    """The CUDA-graph estimate when no model is linked: the mode's flat figure."""
+    from vmemplan.laws import overhead as oh_law
+
+    if s.eager:
+        return 0
+    cg = s.rules.cuda_graphs
+    sizes = cg.capture_sizes(max_num_seqs=s.seqs, max_num_batched_tokens=s.mnbt)
+    return oh_law.cuda_graph_bytes(mode=cg.default_mode, capture_sizes=sizes, max_num_seqs=s.seqs,
+                                   constants=cost.cuda_graph_constants(), tensor_parallel_size=s.tp).total_bytes
 
 
 def _setting_of(base: Baseline, version: str) -> _Setting:
@@ -507,6 +515,7 @@ def what_if(startup: Startup, changes: Mapping[str, str], *, registry: Registry,
 
     old_version = base.vllm_version or base.rules.min_version
     old = _setting_of(base, old_version)
+    # the pipeline's steps at the old and the new settings (only with a linked model)
     new_rules, new_version = base.rules, old_version
     if "vllm_version" in vals:
         new_version = str(vals["vllm_version"])
@@ -534,6 +543,20 @@ def what_if(startup: Startup, changes: Mapping[str, str], *, registry: Registry,
                    seqs=int(seqs_new), eager=vals.get("enforce_eager", old.eager), dtype=old.dtype)
     if base.assumed:
         steps.append("not in the log, assumed: " + "; ".join(base.assumed))
+    p_old = _Steps(link, old, registry, gpu) if link is not None else None
+    p_new = _Steps(link, new, registry, gpu) if link is not None else None
+    if p_old is not None:
+        try:
+            p_old.req
+        except VmemplanError as error:
+            steps.append(f"the model's laws cannot be applied at the log's own settings ({error.message}); the log's"
+                         " figures are scaled instead")
+            p_old = p_new = None
+    if p_new is not None:
+        try:
+            p_new.req  # the new settings get size's own refusals (heads vs tp, lengths, batches)
+        except VmemplanError as error:
+            return fail(f"vLLM would refuse these flags: {error.message}")
 
     # ---- the KV bytes the log measured
     K = f.available_kv_cache_bytes
@@ -578,16 +601,16 @@ def what_if(startup: Startup, changes: Mapping[str, str], *, registry: Registry,
         if W is not None:
             measured.append("weights_bytes")
         if new.tp != old.tp:
-            if W is None and link is not None:
-                W = _model_weights(link, old)
+            if W is None and p_old is not None:
+                W = p_old.weights()
                 estimated.append("weights_bytes")
                 steps.append(f"weights not in the log: {_gib(W)} GiB from the model")
             if W is None:
                 return fail("the log does not print the weights, so a change of tensor-parallel-size cannot be"
                             " priced; pass --model")
-            if link is not None:
-                w_old, w_new = _model_weights(link, old), _model_weights(link, new)
-                W_new = round(W * w_new / w_old) if w_old else W
+            if p_old is not None and p_new is not None:
+                w_old, w_new = p_old.weights(), p_new.weights()
+                W_new = (W * w_new + w_old // 2) // w_old if w_old else W
                 how = (f"x {w_new / GIB:.4f} / {w_old / GIB:.4f} (weights law at tp {new.tp} vs {old.tp},"
                        f" {link.model_id})")
             else:
@@ -606,8 +629,8 @@ def what_if(startup: Startup, changes: Mapping[str, str], *, registry: Registry,
         moves_act = (new.profile_tokens != old.profile_tokens or new.seqs != old.seqs or new.tp != old.tp
                      or new.version != old.version)
         if moves_act:
-            if link is not None:
-                a_old, a_new = _activation(link, old, cost), _activation(link, new, cost)
+            if p_old is not None and p_new is not None:
+                a_old, a_new = p_old.activation(), p_new.activation()
                 d = a_new - a_old
                 base_txt = f"{_gib(A)} GiB (log)" if A is not None else f"{_gib(a_old)} GiB (law; not in the log)"
                 steps.append(f"activation peak: {base_txt} {d / GIB:+.3f} GiB by the activation law (profile batch"
@@ -631,7 +654,10 @@ def what_if(startup: Startup, changes: Mapping[str, str], *, registry: Registry,
         N = f.non_torch_bytes
         if N is not None:
             measured.append("non_torch_bytes")
-        n_old, n_new = _non_torch(old, cost), _non_torch(new, cost)
+        if p_old is not None and p_new is not None:
+            n_old, n_new = p_old.non_torch(), p_new.non_torch()
+        else:
+            n_old, n_new = _model_free_non_torch(old, cost), _model_free_non_torch(new, cost)
         if n_new != n_old:
             K_new -= n_new - n_old
             estimated.append("non_torch_bytes")
@@ -646,11 +672,14 @@ def what_if(startup: Startup, changes: Mapping[str, str], *, registry: Registry,
                     g_old = f.cuda_graph_estimate_bytes
                     measured.append("cuda_graph_estimate_bytes")
                 else:
-                    g_old = _cuda_graph(link, old, cost)
+                    g_old = p_old.cuda_graph() if p_old is not None else _model_free_cuda_graph(old, cost)
                     estimated.append("cuda_graph_estimate_bytes")
             g_new = 0
             if new.subtracts_cuda_graph:
-                law_old, law_new = _cuda_graph(link, old, cost), _cuda_graph(link, new, cost)
+                if p_old is not None and p_new is not None:
+                    law_old, law_new = p_old.cuda_graph(), p_new.cuda_graph()
+                else:
+                    law_old, law_new = _model_free_cuda_graph(old, cost), _model_free_cuda_graph(new, cost)
                 g_new = max(0, g_old + law_new - law_old) if old.subtracts_cuda_graph else law_new
             if g_new != g_old:
                 K_new -= g_new - g_old
@@ -665,12 +694,12 @@ def what_if(startup: Startup, changes: Mapping[str, str], *, registry: Registry,
         steps.append(f"available KV cache: {_gib(K)} GiB (log) -> {K_new / GIB:.3f} GiB")
 
     # ---- the pool
-    return _pool_result(startup, changes, base, old, new, int(K_new), link, steps, measured, estimated)
+    return _pool_result(startup, changes, base, old, new, int(K_new), link, steps, measured, estimated, p_old, p_new)
 
 
 def _pool_result(startup: Startup, changes: dict[str, str], base: Baseline, old: _Setting, new: _Setting,
                  K_new: int, link: ModelLink | None, steps: list[str], measured: list[str],
-                 estimated: list[str]) -> WhatIf:
+                 estimated: list[str], p_old: _Steps | None = None, p_new: _Steps | None = None) -> WhatIf:
     f = startup.figures
     rules = new.rules
     v0_conc = rules.kv_cache.concurrency_formula == "tokens_div_max_model_len"
@@ -678,10 +707,10 @@ def _pool_result(startup: Startup, changes: dict[str, str], base: Baseline, old:
     block_bytes: float | None = None
     bpt_note = ""
     pool = None
-    if link is not None:
+    if link is not None and p_old is not None and p_new is not None:
         try:
-            pool_old = _model_pool(link, old, 1 << 40)
-            pool = _model_pool(link, new, max(K_new, 0))
+            pool_old = p_old.pool(1 << 40)
+            pool = p_new.pool(max(K_new, 0))
         except VmemplanError as error:
             steps.append(f"the model's KV layout could not be planned ({error.message}); the log's bytes per block"
                          " are used")
@@ -860,7 +889,7 @@ def explain_startups(startups: Sequence[Startup], *, registry: Registry, changes
         note = link_note
         if link is not None:
             try:
-                bpt, weights, note = model_check_inputs(s, link, base)
+                bpt, weights, note = model_check_inputs(s, link, base, registry=registry, gpu=gpu)
             except VmemplanError as error:
                 note = f"model checks skipped: {error.message}"
         report = explain(s, bytes_per_token=bpt, model_weights_bytes=weights)

@@ -53,7 +53,10 @@ def available_kv_cache_bytes(
     # In the old peak formulas ("v0_peak", "v0_free_delta") the non-torch figure is every
     # non-torch byte on the device (CUDA context and communicator included); the cost model's
     # eras for those releases state it that way, so nothing more is added here.
+    # Only the *applied* CUDA-graph estimate is subtracted (vllm/v1/worker/gpu_worker.py::
+    # Worker.determine_available_memory): the caller decides, by one rule
+    # (vmemplan.pipeline.cuda_graph_subtracted), whether the release applies it.
     non_kv = weights_bytes + activation_peak_bytes + non_torch_bytes
-    if subtract_cuda_graph or formula == "requested_minus_non_kv_minus_cudagraph":
+    if subtract_cuda_graph:
         non_kv += cuda_graph_estimate_bytes
     return AvailableKv(requested_bytes, non_kv, requested_bytes - non_kv)

@@ -183,7 +183,7 @@ def render_concurrency(report: ConcurrencyReport, plan: Any, *, sim: Any = None,
     parts.append(head)
 
     t = Table(title=f"concurrency by request length (block size {plan.kv_cache.block_size}, "
-                    f"tp {e['tensor_parallel_size']})", title_justify="left")
+                    f"tp {e.tensor_parallel_size})", title_justify="left")
     for col, just in (("tokens", "right"), ("blocks", "right"), ("by KV", "right"),
                       ("by seqs", "right"), ("effective", "right"), ("binds", "left"),
                       ("prefill", "right"), ("fill", "right")):

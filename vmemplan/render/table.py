@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from vmemplan.render.vllm_log import log_lines
 from vmemplan.units import GIB
 
 if TYPE_CHECKING:
@@ -73,13 +74,13 @@ def render_tree(plan: MemoryPlan) -> RenderableType:
     tree = Tree(f"[bold]GPU total {_g(total)} GiB[/] ({plan.gpu_name}, rank {r.rank})")
     tree.add(f"outside the budget (1 − util) {_g(total - req)} GiB — CUDA context, communicator "
              f"(~{_g(r.pre_budget_bytes)} GiB before the budget), other processes")
-    budget = tree.add(f"budget = util {e['gpu_memory_utilization']} × total = {_g(req)} GiB")
+    budget = tree.add(f"budget = util {e.gpu_memory_utilization} × total = {_g(req)} GiB")
     budget.add(f"weights {_g(r.weights_bytes)} GiB — parameters × bytes per parameter, sharded over tp "
-               f"{e['tensor_parallel_size']}")
+               f"{e.tensor_parallel_size}")
     budget.add(f"non-torch {_g(r.non_torch_bytes)} GiB — cuBLAS/attention workspaces (estimated)")
     budget.add(f"activation peak {_g(r.activation_peak_bytes)} GiB — the profile run at "
-               f"{e['max_num_batched_tokens']:,} batched tokens, sampler over {e['max_num_seqs']} rows (estimated)")
-    cg = f"CUDA graphs {_g(r.cuda_graph_bytes)} GiB — {e['cudagraph_capture_sizes']} capture sizes, mode {e['cudagraph_mode']}"
+               f"{e.max_num_batched_tokens:,} batched tokens, sampler over {e.max_num_seqs} rows (estimated)")
+    cg = f"CUDA graphs {_g(r.cuda_graph_bytes)} GiB — {e.cudagraph_capture_sizes} capture sizes, mode {e.cudagraph_mode}"
     if r.cuda_graph_subtracted:
         budget.add(cg + " (estimate subtracted before the pool)")
     else:
@@ -87,7 +88,7 @@ def render_tree(plan: MemoryPlan) -> RenderableType:
     kv = plan.kv_cache
     budget.add(f"KV cache pool {_g(max(r.available_kv_cache_bytes, 0))} GiB — the remainder: "
                f"{kv.num_blocks:,} blocks, {kv.tokens:,} tokens, {kv.max_concurrency:.2f}× at "
-               f"{e['max_model_len']:,} tokens")
+               f"{e.max_model_len:,} tokens")
     return Group(tree, memory_bar(plan))
 
 
@@ -108,7 +109,7 @@ def render_table(plan: MemoryPlan) -> RenderableType:
     table.add_column("kind")
     rows = [
         ("GPU total (CUDA)", plan.gpu_total_memory_bytes, kinds.get("gpu.total_memory_bytes", "given")),
-        (f"budget (util {e['gpu_memory_utilization']})", r.requested_memory_bytes, "exact"),
+        (f"budget (util {e.gpu_memory_utilization})", r.requested_memory_bytes, "exact"),
         ("weights", r.weights_bytes, kinds.get("weights_bytes", "exact")),
         ("activation peak", r.activation_peak_bytes, "estimated"),
         ("non-torch", r.non_torch_bytes, "estimated"),
@@ -130,7 +131,7 @@ def render_table(plan: MemoryPlan) -> RenderableType:
     kvt.add_row("bytes per pool block", f"{kv.page_size_bytes:,}")
     kvt.add_row("blocks", f"{kv.num_blocks:,}")
     kvt.add_row("tokens (GPU KV cache size)", f"{kv.tokens:,}")
-    kvt.add_row(f"max concurrency at {e['max_model_len']:,} tokens", f"{kv.max_concurrency:.2f}x")
+    kvt.add_row(f"max concurrency at {e.max_model_len:,} tokens", f"{kv.max_concurrency:.2f}x")
     if kv.groups and len(kv.groups) > 1:
         kvt.add_row("KV cache groups", ", ".join(f"{g.kind}×{g.layers}" for g in kv.groups))
     if kv.sequence_fixed_bytes:
@@ -140,16 +141,16 @@ def render_table(plan: MemoryPlan) -> RenderableType:
     v = plan.verdict
     if v.starts:
         verdict = Text(f"✔ vLLM would start: {kv.tokens:,} tokens of KV cache, "
-                       f"{kv.max_concurrency:.2f}× concurrency at {e['max_model_len']:,} tokens", style="green")
+                       f"{kv.max_concurrency:.2f}× concurrency at {e.max_model_len:,} tokens", style="green")
     else:
         extra = f" Largest max_model_len that fits: {v.max_model_len_that_fits:,}." if v.max_model_len_that_fits else ""
         verdict = Text(f"✘ vLLM would not start: {v.reason}.{extra}", style="bold red")
     parts: list[RenderableType] = [table, kvt, verdict]
     parts.append(Text("\nvLLM would log:", style="bold"))
-    parts.extend(Text("  " + line) for line in plan.log_lines)
+    parts.extend(Text("  " + line) for line in log_lines(plan))
     if plan.defaulted:
         parts.append(Text("\ndefaults applied (" + plan.rules_pack + "): " + ", ".join(
-            f"{name}={e.get(name)}" for name in plan.defaulted), style="dim"))
+            f"{name}={getattr(e, name, None)}" for name in plan.defaulted), style="dim"))
     for w in plan.warnings:
         parts.append(Text(f"warning: {w}", style="yellow"))
     for n in plan.notes:

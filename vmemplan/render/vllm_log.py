@@ -25,8 +25,11 @@ def _gib_arg(style: str | None, n_bytes: int) -> Any:
     return format_gib(n_bytes) if style == "format_gib" else n_bytes / GIB
 
 
-def log_lines(plan: MemoryPlan, rules: RulesPack) -> list[str]:
-    """Render the startup lines of ``rules``'s release for ``plan``."""
+def log_lines(plan: MemoryPlan, rules: RulesPack | None = None) -> list[str]:
+    """Render the startup lines of ``rules``'s release (default: the plan's own) for ``plan``."""
+    rules = rules or plan.rules
+    if rules is None:
+        raise ValueError("the plan carries no rules pack; pass one")
     fmt = rules.log
     kv = plan.kv_cache
     rank = plan.per_rank
@@ -36,18 +39,18 @@ def log_lines(plan: MemoryPlan, rules: RulesPack) -> list[str]:
     if (
         fmt.cudagraph_estimate
         and rules.cuda_graphs.estimate_computed
-        and plan.engine.get("cudagraph_mode") != "NONE"
-        and plan.engine.get("kv_cache_memory_bytes") is None
+        and plan.engine.cudagraph_mode != "NONE"
+        and plan.engine.kv_cache_memory_bytes is None
     ):
         lines.append(fmt.cudagraph_estimate % (rank.cuda_graph_bytes / GIB,))
     if (fmt.cudagraph_estimate_enabled and rules.cuda_graphs.estimate_subtracted_by_default
             and rank.cuda_graph_subtracted and rank.cuda_graph_bytes > 0):
         # Worker.determine_available_memory: the util that would give the same pool without
         # the estimate, and the util that keeps the old pool with it.
-        util = plan.engine["gpu_memory_utilization"]
+        util = plan.engine.gpu_memory_utilization
         delta = rank.cuda_graph_bytes / plan.gpu_total_memory_bytes
         lines.append(fmt.cudagraph_estimate_enabled % (util, round(util - delta, 4), min(round(util + delta, 4), 1.0)))
-    if fmt.available_kv and plan.engine.get("kv_cache_memory_bytes") is None:
+    if fmt.available_kv and plan.engine.kv_cache_memory_bytes is None:
         lines.append(fmt.available_kv % (_gib_arg(fmt.available_kv_value, rank.available_kv_cache_bytes),))
     if not plan.verdict.starts and rank.weights_bytes <= rank.requested_memory_bytes:
         if rank.available_kv_cache_bytes <= 0 and fmt.no_kv_memory:
@@ -56,10 +59,10 @@ def log_lines(plan: MemoryPlan, rules: RulesPack) -> list[str]:
             estimate = ""
             if plan.verdict.max_model_len_that_fits and fmt.not_enough_kv_estimate:
                 estimate = fmt.not_enough_kv_estimate % (plan.verdict.max_model_len_that_fits,)
-            lines.append(fmt.not_enough_kv % (plan.engine["max_model_len"], format_gib(kv.needed_bytes),
+            lines.append(fmt.not_enough_kv % (plan.engine.max_model_len, format_gib(kv.needed_bytes),
                                               format_gib(rank.available_kv_cache_bytes), estimate))
     if plan.verdict.starts:
-        length = plan.engine["max_model_len"]
+        length = plan.engine.max_model_len
         len_arg: Any = f"{length:,}" if fmt.max_concurrency_len_arg != "int" else length
         if fmt.gpu_blocks:
             cpu_blocks = 0

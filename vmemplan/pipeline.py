@@ -1,0 +1,565 @@
+"""The one pipeline every command goes through: named steps, each a pure function.
+
+::
+
+    resolved request ─► model_graph ─► overheads ─► budget ─► pool ─► verdict ─► assemble
+                        (weights,      (activation,  (requested,  (groups,   (starts or    (MemoryPlan)
+                         KV specs,      non-torch,    available    blocks,    why not)
+                         per stage)     CUDA graphs,  per stage)   tokens)
+                                        pre-budget)
+
+``size`` and the API run every step (:func:`plan_memory`); ``sweep`` re-runs only the steps a
+varied flag touches (a budget-only change starts at :func:`budget`); ``explain-log`` runs the same
+steps for its model checks and what-ifs, with the log's measured figures substituted through
+:class:`Measured`.  No other module composes these laws.
+
+The order mirrors vLLM 0.33.0's startup (vllm/v1/worker/gpu_worker.py): device and communicator
+first (outside the budget), the budget from the CUDA total
+(vllm/v1/worker/utils.py::request_memory), weights, the profile run's activation peak and
+non-torch growth, the CUDA-graph estimate (subtracted where the release applies it,
+Worker.determine_available_memory), the remainder as the KV pool, then blocks, tokens and
+concurrency (vllm/v1/core/kv_cache_utils.py::get_kv_cache_configs, get_kv_cache_capacity).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from vmemplan.laws.budget import available_kv_cache_bytes, requested_memory_bytes
+from vmemplan.laws.kv_pool import PoolContext, PoolPlan, UngroupableSpecs, plan_pool_multi_worker, plan_pool_ungrouped
+from vmemplan.laws.weights import WeightBreakdown, weight_bytes_per_rank
+from vmemplan.model_config import dtype_bytes
+from vmemplan.models.base import GraphContext
+from vmemplan.result import EngineSettings, KvCacheSummary, KvGroup, MemoryPlan, PerRank, Provenance, Verdict
+from vmemplan.units import format_gib
+
+if TYPE_CHECKING:
+    from vmemplan.laws.activation import ActivationEstimate
+    from vmemplan.laws.overhead import CudaGraphEstimate, PreBudget
+    from vmemplan.resolve import ResolvedRequest
+    from vmemplan.rules import RulesPack
+
+__all__ = [
+    "Stage", "ModelGraph", "Overheads", "Measured", "Budget", "graph_context", "pool_context",
+    "model_graph", "overheads", "cuda_graph_subtracted", "budget", "pool", "verdict", "assemble", "plan_memory",
+]
+
+
+# --------------------------------------------------------------------------------------------
+# Step 1: the request's engine contexts
+# --------------------------------------------------------------------------------------------
+
+
+def graph_context(req: ResolvedRequest, pp_rank: int = 0) -> GraphContext:
+    """The engine settings a model adapter reads, for pipeline stage ``pp_rank``."""
+    spec = req.speculative
+    return GraphContext(
+        tensor_parallel_size=req.tensor_parallel_size,
+        pipeline_parallel_size=req.pipeline_parallel_size,
+        pipeline_rank=pp_rank,
+        block_size=req.block_size,
+        cache_dtype=req.kv_cache_dtype,
+        model_dtype=req.dtype,
+        sm_major=req.gpu.sm_major,
+        max_model_len=req.max_model_len,
+        enable_prefix_caching=req.enable_prefix_caching,
+        max_num_batched_tokens=req.max_num_batched_tokens,
+        max_num_seqs=req.max_num_seqs,
+        quantization=req.inputs.quantization,
+        data_parallel_size=req.inputs.data_parallel_size or 1,
+        enable_expert_parallel=bool(req.inputs.enable_expert_parallel),
+        enable_eplb=bool(req.inputs.enable_eplb),
+        num_redundant_experts=req.inputs.num_redundant_experts or 0,
+        decode_context_parallel_size=req.inputs.decode_context_parallel_size or 1,
+        limit_mm_per_prompt=req.limit_mm_per_prompt,
+        skip_mm_profiling=req.skip_mm_profiling,
+        mm_encoder_tp_mode=req.mm_encoder_tp_mode,
+        num_speculative_tokens=spec.num_speculative_tokens if spec is not None else 0,
+        speculative_method=spec.method if spec is not None else None,
+        speculative_model_config=req.draft_config,
+    )
+
+
+def _num_speculative_tokens(req: ResolvedRequest) -> int:
+    return req.speculative.num_speculative_tokens if req.speculative is not None else 0
+
+
+def pool_context(req: ResolvedRequest) -> PoolContext:
+    """The settings the pool laws read, from the request and its release's rules."""
+    kv = req.rules.kv_cache
+    ctx0 = graph_context(req, 0)
+    return PoolContext(
+        max_model_len=req.max_model_len,
+        max_num_batched_tokens=req.max_num_batched_tokens,
+        # window/chunked admission reserves every batch in flight only from 0.33
+        async_scheduling=bool(req.rules.defaults.async_scheduling.value)
+        and kv.window_in_flight == "max_concurrent_batches",
+        disable_hybrid_kv_cache_manager=req.adapter.disables_hybrid_kv_cache_manager(
+            ctx0, _version_tuple(req.vllm_version)),
+        hybrid_group_threshold=kv.hybrid_group_threshold,
+        tokens_formula=kv.tokens_formula,
+        pipeline_parallel_size=req.pipeline_parallel_size,
+        kv_cache_layout=req.adapter.kv_cache_layout(ctx0),
+        num_speculative_tokens=_num_speculative_tokens(req),
+        decode_context_parallel_size=req.inputs.decode_context_parallel_size or 1,
+        reserve_null_block=bool(kv.null_block),
+    )
+
+
+def _version_tuple(version: str) -> tuple[int, ...] | None:
+    from vmemplan.rules import parse_version
+
+    try:
+        return parse_version(version)
+    except Exception:  # a version the rules packs accepted parses; stay safe
+        return None
+
+
+# --------------------------------------------------------------------------------------------
+# Step 2: the model graph (weights and KV specs per pipeline stage)
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One pipeline stage's share of the model: its weights (and EPLB copies) and KV specs."""
+
+    ctx: GraphContext
+    weights: WeightBreakdown
+    eplb_bytes: int
+    kv_specs: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class ModelGraph:
+    """The model on this deployment's ranks: one :class:`Stage` per pipeline stage."""
+
+    stages: tuple[Stage, ...]
+    parameters: int
+    provenance: tuple[Provenance, ...]
+
+    @property
+    def weights_bytes(self) -> int:
+        """The fullest stage's weights (allocator-rounded, as "Model loading took" measures)."""
+        return max(s.weights.total_bytes for s in self.stages)
+
+    @property
+    def unrounded_weights_bytes(self) -> int:
+        return max(s.weights.unrounded_bytes for s in self.stages)
+
+
+def _drafter(req: ResolvedRequest, ctx: GraphContext) -> tuple[list[Any], dict[str, Any]]:
+    """The drafter's weight tensors and KV specs on this rank (vmemplan/laws/speculative.py)."""
+    from vmemplan.laws import speculative as spec_law
+
+    spec = req.speculative
+    if spec is None:
+        return [], {}
+    return (spec_law.drafter_weight_tensors(spec, req.config, ctx, req.draft_config),
+            spec_law.drafter_kv_specs(spec, req.config, ctx, req.draft_config))
+
+
+def _config_ref(req: ResolvedRequest) -> str:
+    ref = req.source.path or req.source.model_id
+    if req.source.source == "bundled" and req.source.path:
+        # a stable name, not this installation's absolute path
+        ref = "registry/models/" + req.source.path.replace("\\", "/").rsplit("/", 1)[-1]
+    return ref
+
+
+def model_graph(req: ResolvedRequest) -> ModelGraph:
+    """Weights (allocator-rounded per tensor) and KV specs of every pipeline stage."""
+    adapter = req.adapter
+    stages = []
+    for rank in range(req.pipeline_parallel_size):
+        ctx = graph_context(req, rank)
+        draft_tensors, draft_specs = _drafter(req, ctx)
+        wb = weight_bytes_per_rank(adapter.weight_tensors(ctx) + draft_tensors, model_dtype=req.dtype,
+                                   scheme=req.quant_scheme, allocator_rounding=True)
+        # EPLB's redundant expert copies (and its state buffers) are loaded with the weights but
+        # reported apart, so that the total counts them once (vllm/distributed/eplb/eplb_state.py).
+        eplb = weight_bytes_per_rank(adapter.eplb_tensors(ctx), model_dtype=req.dtype,
+                                     scheme=req.quant_scheme, allocator_rounding=True).total_bytes
+        stages.append(Stage(ctx, wb, eplb, {**adapter.kv_cache_specs(ctx), **draft_specs}))
+    notes = req.source.notes
+    prov = [Provenance("model.config", _config_ref(req), "given",
+                       f"{req.source.source} config.json" + (f" ({'; '.join(notes)})" if notes else ""))]
+    scheme_text = req.quant_scheme.describe() if req.quant_scheme is not None else f"{req.dtype} (unquantized)"
+    slack = max(s.weights.total_bytes - s.weights.unrounded_bytes for s in stages)
+    prov.append(Provenance(
+        "weights_bytes", max(s.weights.total_bytes for s in stages), "exact",
+        f"{adapter.__class__.__name__} tensors at {req.dtype}, sharded over tp={req.tensor_parallel_size}, "
+        f"pp={req.pipeline_parallel_size} (vllm/model_executor/models + vocab_parallel_embedding.py, 0.33.0); "
+        f"{'generic decoder fallback' if adapter.fidelity == 'generic' else 'architecture adapter'}; "
+        f"scheme: {scheme_text}; includes {slack:,} B of CUDA caching-allocator rounding "
+        "(2 MiB segments, c10/cuda/CUDACachingAllocator.cpp)"))
+    return ModelGraph(tuple(stages), adapter.total_params(), tuple(prov))
+
+
+# --------------------------------------------------------------------------------------------
+# Step 3: overheads (activation peak, CUDA graphs, non-torch, before the budget)
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Overheads:
+    """What the profile run, the graphs and the runtime take besides weights and KV."""
+
+    activation: ActivationEstimate
+    cuda_graph: CudaGraphEstimate
+    cudagraph_mode: str
+    capture_sizes: tuple[int, ...]
+    cuda_graph_subtracted: bool
+    non_torch_bytes: int
+    pre_budget: PreBudget
+    provenance: tuple[Provenance, ...]
+
+    @property
+    def activation_peak_bytes(self) -> int:
+        return self.activation.peak_bytes
+
+    @property
+    def cuda_graph_bytes(self) -> int:
+        return self.cuda_graph.total_bytes
+
+
+def cuda_graph_subtracted(rules: RulesPack, mode: str) -> bool:
+    """Whether the release takes the CUDA-graph estimate out of the KV budget: only when it
+    applies the estimate by default and graphs are captured at all (``--enforce-eager`` captures
+    none).  The one rule every command uses (vllm/v1/worker/gpu_worker.py::
+    Worker.determine_available_memory)."""
+    return bool(rules.cuda_graphs.estimate_subtracted_by_default) and mode != "NONE"
+
+
+def _profile_tokens(req: ResolvedRequest) -> int:
+    """The dummy step's size: max_num_batched_tokens under chunked prefill; releases that
+    profiled at the context length use the larger of the two."""
+    if req.rules.budget.profile_tokens == "max_model_len":
+        return max(req.max_model_len, req.max_num_batched_tokens)
+    return req.max_num_batched_tokens
+
+
+def _activation(req: ResolvedRequest, graph: ModelGraph, prov: list[Provenance]) -> ActivationEstimate:
+    from vmemplan.laws import activation as act_law
+
+    cfg, adapter, cost = req.config, req.adapter, req.registry.cost_model
+    version, engine = req.vllm_version, req.rules.engine
+    width = dtype_bytes(req.dtype)
+    profile_tokens = _profile_tokens(req)
+    last_ctx = graph.stages[-1].ctx
+    extra_act, extra_src = adapter.extra_activation_bytes(
+        last_ctx, max_num_batched_tokens=req.max_num_batched_tokens, max_num_seqs=req.max_num_seqs)
+    activation = act_law.activation_peak_bytes(
+        family=adapter.family, hidden_size=cfg.hidden_size, num_attention_heads=cfg.num_attention_heads,
+        head_dim=cfg.head_dim, intermediate_size=adapter.intermediate_size, vocab_size=cfg.vocab_size,
+        tensor_parallel_size=req.tensor_parallel_size, max_num_batched_tokens=profile_tokens,
+        max_num_seqs=req.max_num_seqs, dtype_bytes=width,
+        constants=cost.activation_constants(version, engine=engine, sampler_path=req.inputs.sampler),
+        extra_model_buffers_bytes=extra_act,
+    )
+    if req.runner == "pooling":
+        # A pooling (embedding, scoring) model's profile run ends in the pooler, not the
+        # sampler (vllm/v1/worker/gpu_model_runner.py::GPUModelRunner._dummy_pooler_run): no
+        # logits over the vocabulary; the largest pooling output is a vector per token, held in
+        # fp32 after normalisation.  Estimated as batched tokens x hidden x (dtype + 4) bytes.
+        pooler = profile_tokens * cfg.hidden_size * (width + 4)
+        activation = activation.model_copy(update={
+            "sampler_bytes": 0,
+            "peak_bytes": max(activation.forward_bytes + activation.extra_model_bytes, pooler),
+            "source": activation.source + "; pooling runner: the pooler replaces the sampler pass "
+                      f"({profile_tokens:,} tokens x hidden {cfg.hidden_size} x {width + 4} B)"})
+    constants = cost.activation_constants(version, engine=engine)
+    mm = adapter.multimodal_profile(last_ctx, hidden_buffers=float(constants.dense_hidden_buffers),
+                                    intermediate_buffers=float(constants.dense_intermediate_buffers))
+    if mm is not None:
+        from vmemplan.laws.multimodal import profile_peak_bytes
+
+        activation = activation.model_copy(update={
+            "peak_bytes": profile_peak_bytes(activation.peak_bytes, mm),
+            "forward_bytes": profile_peak_bytes(activation.forward_bytes, mm)})
+        prov.append(Provenance("activation_peak_bytes.multimodal", mm.encoder_activation_bytes + mm.encoder_cache_bytes,
+                               "estimated", mm.source if mm.profiled else f"no encoder profile: {mm.skipped}"))
+        if mm.budget.log_line():
+            prov.append(Provenance("encoder_cache.budget_tokens", mm.budget.budget_tokens, "exact",
+                                   mm.budget.log_line() + " (vllm/multimodal/encoder_budget.py)"))
+    prov.append(Provenance("activation_peak_bytes", activation.peak_bytes, "estimated",
+                           activation.source + (f"; model buffers: {extra_src}" if extra_act else "")
+                           + (f"; peak = max(encoder, encoder cache + language model) ({mm.source})"
+                              if mm is not None and mm.profiled else "")))
+    return activation
+
+
+def overheads(req: ResolvedRequest, graph: ModelGraph) -> Overheads:
+    """Activation peak, CUDA graphs, non-torch growth and what vLLM holds before the budget."""
+    from vmemplan.laws import overhead as oh_law
+
+    cost, rules = req.registry.cost_model, req.rules
+    prov: list[Provenance] = []
+    activation = _activation(req, graph, prov)
+    cg_rules = rules.cuda_graphs
+    if req.enforce_eager:
+        capture_sizes: list[int] = []
+        mode = "NONE"
+    else:
+        # pooling models capture piecewise graphs only (vllm/config/vllm.py, 0.33.0)
+        mode = "PIECEWISE" if req.runner == "pooling" and cg_rules.default_mode != "NONE" else cg_rules.default_mode
+        capture_sizes = cg_rules.capture_sizes(max_num_seqs=req.max_num_seqs,
+                                               max_num_batched_tokens=req.max_num_batched_tokens,
+                                               num_speculative_tokens=_num_speculative_tokens(req))
+    cg = oh_law.cuda_graph_bytes(mode=mode, capture_sizes=capture_sizes, max_num_seqs=req.max_num_seqs,
+                                 constants=cost.cuda_graph_constants(), hidden_size=req.config.hidden_size,
+                                 num_layers=req.config.num_hidden_layers,
+                                 tensor_parallel_size=req.tensor_parallel_size)
+    subtract = cuda_graph_subtracted(rules, mode)
+    where = "subtracted before the KV pool" if subtract else "captured after the pool is sized (outside the budget)"
+    prov.append(Provenance("cuda_graph_bytes", cg.total_bytes, "estimated",
+                           f"{cg.method} estimate for mode {cg.mode}: graphs {cg.num_graphs}, largest "
+                           f"{cg.largest_graph_tokens} (registry cost_model.yaml cuda_graphs); {where} in vLLM {rules.id}"))
+    pre = oh_law.pre_budget_bytes(world_size=req.world_size, tensor_parallel_size=req.tensor_parallel_size,
+                                  pipeline_parallel_size=req.pipeline_parallel_size,
+                                  constants=cost.pre_budget_constants())
+    non_torch = oh_law.non_torch_bytes(world_size=req.world_size,
+                                       nccl_inside_budget=rules.budget.nccl_inside_budget,
+                                       constants=cost.non_torch_constants(req.vllm_version, engine=rules.engine))
+    prov.append(Provenance("non_torch_bytes", non_torch, "estimated", "registry cost_model.yaml non_torch"))
+    prov.append(Provenance("pre_budget_bytes", pre.total_bytes, "estimated",
+                           "registry cost_model.yaml pre_budget (CUDA context, communicator, workspace)"))
+    return Overheads(activation, cg, mode, tuple(capture_sizes), subtract, non_torch, pre, tuple(prov))
+
+
+# --------------------------------------------------------------------------------------------
+# Step 4: the budget
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Measured:
+    """Figures a startup log measured, substituted for the pipeline's own.  ``None`` keeps the
+    pipeline's figure.  ``explain-log`` passes the log's figures; a plan's own figures passed
+    back reproduce that plan."""
+
+    total_memory_bytes: int | None = None
+    weights_bytes: int | None = None
+    activation_peak_bytes: int | None = None
+    non_torch_bytes: int | None = None
+    cuda_graph_bytes: int | None = None
+
+
+@dataclass(frozen=True)
+class Budget:
+    """The budget and, per pipeline stage, what it leaves for the KV cache."""
+
+    total_bytes: int
+    requested_bytes: int
+    ranks: tuple[PerRank, ...]
+    kv_cache_memory_given: bool
+    provenance: tuple[Provenance, ...]
+
+    @property
+    def fullest(self) -> PerRank:
+        """The rank whose KV memory runs out first."""
+        return min(self.ranks, key=lambda r: r.available_kv_cache_bytes)
+
+
+def budget(req: ResolvedRequest, graph: ModelGraph, over: Overheads, measured: Measured | None = None) -> Budget:
+    """``requested = round(total × util)``; per stage ``available = requested − non-KV`` (or the
+    ``--kv-cache-memory`` figure, which skips the budget as vLLM does)."""
+    m = measured or Measured()
+    rules = req.rules
+    total = m.total_memory_bytes if m.total_memory_bytes is not None else req.gpu.total_memory_bytes
+    requested = requested_memory_bytes(total, req.gpu_memory_utilization, rounding=rules.budget.requested_rounding)
+    non_torch = m.non_torch_bytes if m.non_torch_bytes is not None else over.non_torch_bytes
+    cg_bytes = m.cuda_graph_bytes if m.cuda_graph_bytes is not None else over.cuda_graph_bytes
+    pp, tp = req.pipeline_parallel_size, req.tensor_parallel_size
+    ranks = []
+    for stage in graph.stages:
+        last = stage.ctx.pipeline_rank == pp - 1
+        act = over.activation.peak_bytes if last else over.activation.forward_bytes
+        if m.activation_peak_bytes is not None and last:
+            act = m.activation_peak_bytes
+        weights = stage.weights.total_bytes
+        if m.weights_bytes is not None:
+            weights = m.weights_bytes
+        if req.kv_cache_memory_bytes is not None:
+            avail = req.kv_cache_memory_bytes
+        else:
+            avail = available_kv_cache_bytes(
+                requested_bytes=requested, weights_bytes=weights + stage.eplb_bytes, activation_peak_bytes=act,
+                non_torch_bytes=non_torch, cuda_graph_estimate_bytes=cg_bytes,
+                subtract_cuda_graph=over.cuda_graph_subtracted, formula=rules.budget.formula,
+                pre_budget_bytes=over.pre_budget.total_bytes,
+            ).available_bytes
+        pre = over.pre_budget
+        ranks.append(PerRank(
+            weights_bytes=weights, activation_peak_bytes=act, cuda_graph_bytes=cg_bytes,
+            eplb_bytes=stage.eplb_bytes, comm_buffer_bytes=0, non_torch_bytes=non_torch,
+            fixed_total_bytes=weights + stage.eplb_bytes + act + cg_bytes,
+            pre_budget_bytes=pre.total_bytes, requested_memory_bytes=requested,
+            available_kv_cache_bytes=avail, cuda_graph_subtracted=over.cuda_graph_subtracted,
+            communicator_bytes=pre.communicator_bytes, cuda_context_bytes=pre.cuda_context_bytes,
+            workspace_bytes=pre.workspace_bytes, rank=stage.ctx.pipeline_rank * tp, stage=stage.ctx.pipeline_rank,
+        ))
+    prov = [
+        Provenance("requested_memory_bytes", requested, "exact",
+                   f"{rules.budget.requested_rounding}(total {total} × util {req.gpu_memory_utilization}) "
+                   "(vllm/v1/worker/utils.py::request_memory)"),
+        Provenance("gpu.total_memory_bytes", total, "given",
+                   "measured in the log" if m.total_memory_bytes is not None else
+                   f"registry gpus.yaml {req.gpu.id}: CUDA-reported total ({req.gpu.total_memory_evidence})"),
+    ]
+    given = req.kv_cache_memory_bytes is not None
+    if given:
+        prov.append(Provenance("available_kv_cache_bytes", req.kv_cache_memory_bytes, "given",
+                               "--kv-cache-memory: vLLM skips the budget and uses this figure"))
+    else:
+        prov.append(Provenance("available_kv_cache_bytes", min(r.available_kv_cache_bytes for r in ranks),
+                               "estimated", "requested − weights − activation peak − non-torch"
+                               + (" − CUDA-graph estimate" if over.cuda_graph_subtracted else "")))
+    return Budget(total, requested, tuple(ranks), given, tuple(prov))
+
+
+# --------------------------------------------------------------------------------------------
+# Step 5: the pool
+# --------------------------------------------------------------------------------------------
+
+
+def pool(req: ResolvedRequest, graph: ModelGraph, bud: Budget, ctx: PoolContext | None = None) -> tuple[PoolPlan, tuple[str, ...]]:
+    """Group every stage's KV specs and size each stage's pool from its own bytes; returns the
+    pool and any warning (caches the release cannot group are sized at their own page)."""
+    ctx = ctx or pool_context(req)
+    workers = [(stage.kv_specs, max(rank.available_kv_cache_bytes, 0)) for stage, rank in zip(graph.stages, bud.ranks)]
+    try:
+        return plan_pool_multi_worker(workers, ctx), ()
+    except UngroupableSpecs as exc:
+        # The release's grouping rules cannot share one pool between these caches: keep each
+        # at its own page (not a vLLM rule: vLLM would refuse to start) and say so.
+        specs, avail = min(workers, key=lambda w: w[1])
+        warning = (f"vLLM's KV cache grouping cannot place these caches in one pool ({exc.message}); "
+                   "each cache type is sized at its own page instead")
+        return plan_pool_ungrouped(specs, avail, ctx), (warning,)
+
+
+# --------------------------------------------------------------------------------------------
+# Step 6: the verdict
+# --------------------------------------------------------------------------------------------
+
+
+def verdict(req: ResolvedRequest, over: Overheads, bud: Budget, kv_pool: PoolPlan) -> Verdict:
+    """Would vLLM start, and if not, which of its checks stops it first."""
+    total, requested, pre = bud.total_bytes, bud.requested_bytes, over.pre_budget.total_bytes
+    fullest = bud.fullest
+    if requested + pre > total and req.kv_cache_memory_bytes is None:
+        return Verdict(False, f"the budget ({format_gib(requested)} GiB) plus what vLLM holds before it "
+                              f"({format_gib(pre)} GiB) exceeds the GPU's {format_gib(total)} GiB: "
+                              "vLLM stops with 'Free memory on device … is less than desired GPU memory utilization'")
+    if fullest.weights_bytes > requested:
+        return Verdict(False, f"the weights ({format_gib(fullest.weights_bytes)} GiB per rank) do not fit the "
+                              f"budget ({format_gib(requested)} GiB)")
+    if fullest.available_kv_cache_bytes <= 0:
+        return Verdict(False, "No available memory for the cache blocks: the non-KV memory "
+                              f"exceeds the budget by {format_gib(-fullest.available_kv_cache_bytes)} GiB")
+    if not kv_pool.fits_one_request:
+        return Verdict(False, f"one {req.max_model_len:,}-token request needs {format_gib(kv_pool.needed_bytes)} GiB "
+                              f"of KV cache, more than the {format_gib(fullest.available_kv_cache_bytes)} GiB available",
+                       kv_pool.estimated_max_model_len)
+    return Verdict(starts=True)
+
+
+# --------------------------------------------------------------------------------------------
+# Step 7: the frozen result
+# --------------------------------------------------------------------------------------------
+
+
+def _kv_summary(req: ResolvedRequest, kv_pool: PoolPlan) -> KvCacheSummary:
+    groups = tuple(KvGroup(**g) for g in kv_pool.groups_summary())
+    tokens = req.inputs.request_tokens
+    return KvCacheSummary(
+        bytes_per_token=kv_pool.bytes_per_token,
+        block_size=min((g.block_size for g in groups), default=req.block_size),
+        page_size_bytes=kv_pool.block_bytes,
+        num_blocks=kv_pool.num_blocks,
+        tokens=kv_pool.kv_cache_tokens,
+        max_concurrency=kv_pool.max_concurrency,
+        groups=groups,
+        sequence_fixed_bytes=kv_pool.sequence_fixed_bytes(),
+        sequence_admission_bytes=kv_pool.sequence_admission_bytes(),
+        request_bytes=kv_pool.request_bytes(tokens) if tokens else None,
+        request_tokens=tokens,
+        needed_bytes=kv_pool.needed_bytes,
+        cache_dtype=req.kv_cache_dtype,
+        no_bytes_per_token_reason=None if kv_pool.bytes_per_token is not None else
+        "; ".join(kv_pool.notes) or "part of what a request holds does not grow with its length",
+    )
+
+
+def _pool_provenance(req: ResolvedRequest, kv_pool: PoolPlan) -> list[Provenance]:
+    exactness = "exact" if req.kv_cache_memory_bytes else "estimated"
+    prov = [
+        Provenance("kv_cache.num_blocks", kv_pool.num_blocks, exactness,
+                   "available // block bytes per layer group (vllm/v1/core/kv_cache_utils.py::get_num_blocks)"),
+        Provenance("kv_cache.tokens", kv_pool.kv_cache_tokens, exactness,
+                   f"{req.rules.kv_cache.tokens_formula} ({req.rules.id})"),
+    ]
+    if kv_pool.bytes_per_token is not None:
+        prov.append(Provenance("kv_cache.bytes_per_token", kv_pool.bytes_per_token, "exact",
+                               "2 × max(1, kv_heads ÷ tp) × head_dim × cache dtype bytes × layers"))
+    for note in kv_pool.notes:
+        prov.append(Provenance("kv_cache.groups", note, "exact", "vllm/v1/core/kv_cache_utils.py::get_kv_cache_groups"))
+    return prov
+
+
+def engine_settings(req: ResolvedRequest, over: Overheads) -> EngineSettings:
+    return EngineSettings(
+        tensor_parallel_size=req.tensor_parallel_size, pipeline_parallel_size=req.pipeline_parallel_size,
+        max_model_len=req.max_model_len, max_num_seqs=req.max_num_seqs,
+        max_num_batched_tokens=req.max_num_batched_tokens, block_size=req.block_size,
+        kv_cache_dtype=req.kv_cache_dtype, dtype=req.dtype, gpu_memory_utilization=req.gpu_memory_utilization,
+        enforce_eager=req.enforce_eager, enable_prefix_caching=req.enable_prefix_caching,
+        kv_cache_memory_bytes=req.kv_cache_memory_bytes, cudagraph_mode=over.cudagraph_mode,
+        cudagraph_capture_sizes=len(over.capture_sizes), runner=req.runner,
+    )
+
+
+def assemble(req: ResolvedRequest, graph: ModelGraph, over: Overheads, bud: Budget, kv_pool: PoolPlan,
+             result: Verdict, warnings: tuple[str, ...] = ()) -> MemoryPlan:
+    """Put the steps' figures and their provenance into one frozen :class:`MemoryPlan`."""
+    prov = (*graph.provenance, *over.provenance, *bud.provenance, *_pool_provenance(req, kv_pool))
+    cfg = req.config
+    return MemoryPlan(
+        model_id=req.source.model_id, model_source=req.source.source, architecture=cfg.architecture or cfg.model_type,
+        gpu_id=req.gpu.id, gpu_name=req.gpu.name, gpu_total_memory_bytes=bud.total_bytes,
+        vllm_version=req.vllm_version, rules_pack=req.rules.id, engine=engine_settings(req, over),
+        defaulted=req.defaulted, per_rank=bud.fullest, kv_cache=_kv_summary(req, kv_pool), verdict=result,
+        provenance=tuple(prov), warnings=tuple(req.warnings) + tuple(warnings),
+        ranks=bud.ranks if req.pipeline_parallel_size > 1 else (), parameters=graph.parameters, pool=kv_pool,
+        notes=tuple(req.source.notes) + tuple(req.notes), rules=req.rules,
+    )
+
+
+def tail(req: ResolvedRequest, graph: ModelGraph, over: Overheads, measured: Measured | None = None,
+         ctx: PoolContext | None = None) -> MemoryPlan:
+    """Steps 4–7 for a graph and overheads already in hand (what a budget-only change re-runs)."""
+    bud = budget(req, graph, over, measured)
+    kv_pool, warnings = pool(req, graph, bud, ctx)
+    return assemble(req, graph, over, bud, kv_pool, verdict(req, over, bud, kv_pool), warnings)
+
+
+def plan_memory(req: ResolvedRequest, measured: Measured | None = None) -> MemoryPlan:
+    """Plan one deployment, every step.  Reports the fullest rank, since its memory runs out first."""
+    from vmemplan.model_config import config_value_guard
+
+    with config_value_guard(req.source.model_id):
+        graph = model_graph(req)
+        return tail(req, graph, overheads(req, graph), measured)
+
+
+def with_budget_flags(req: ResolvedRequest, *, gpu_memory_utilization: float | None = None,
+                      kv_cache_memory_bytes: int | None = None) -> ResolvedRequest:
+    """The request with only its budget flags changed (what ``sweep`` varies without re-planning)."""
+    changes: dict[str, Any] = {"kv_cache_memory_bytes": kv_cache_memory_bytes}
+    if gpu_memory_utilization is not None:
+        changes["gpu_memory_utilization"] = float(gpu_memory_utilization)
+        changes["defaulted"] = tuple(d for d in req.defaulted if d != "gpu_memory_utilization")
+    return replace(req, **changes)
