@@ -8,10 +8,8 @@ name (``Qwen2-7B-Instruct``) or a path on the serving machine (``/model-cache/mo
 2. for a path that does not exist here: its last two components as ``org/name`` (bundled or cached);
 3. for a bare name: the one bundled id whose name part equals it (case-insensitive).
 
-:func:`model_figures` then computes, at the log's tensor-parallel size, KV-cache dtype and block size,
-the KV bytes one token needs on one rank (the adapter's KV specs grouped by the pool law) and the
-weights one rank holds (``weight_bytes_per_rank`` over the adapter's tensors).  Those feed
-:func:`vmemplan.explain.explain`'s ``tokens_vs_available_bytes`` and ``weights_vs_model`` checks.
+What the linked model says the log should show is computed by the plan's own pipeline steps
+(:func:`vmemplan.explain.whatif.model_check_inputs`, :mod:`vmemplan.pipeline`), never here.
 
 Pure apart from :func:`link_model`, which reads config files through
 :func:`vmemplan.sources.load_model_source`.
@@ -30,7 +28,7 @@ if TYPE_CHECKING:
     from vmemplan.models.base import Adapter
     from vmemplan.sources import ModelSource
 
-__all__ = ["ModelLink", "ModelFigures", "link_model", "model_figures", "model_dtype_name", "kv_dtype_bytes"]
+__all__ = ["ModelLink", "link_model", "model_dtype_name", "kv_dtype_bytes"]
 
 
 @dataclass(frozen=True)
@@ -50,21 +48,6 @@ class ModelLink:
     @property
     def quantized(self) -> bool:
         return bool(self.config.quantization_config)
-
-
-@dataclass(frozen=True)
-class ModelFigures:
-    """What the model's shapes say one rank holds: KV bytes per token (``None`` where no single
-    per-token figure exists: sliding windows, recurrent state, several block sizes) and weights."""
-
-    bytes_per_token: int | None
-    weights_bytes: int
-    block_bytes: int | None
-    tensor_parallel_size: int
-    kv_cache_dtype: str
-    block_size: int
-    model_dtype: str
-    note: str
 
 
 def _candidates(ref: str) -> list[tuple[str, str]]:
@@ -166,34 +149,3 @@ def kv_dtype_bytes(kv_cache_dtype: str | None, model_dtype: str) -> int:
     if k == "nvfp4":
         return 1  # priced as a byte here; the adapter's specs give the exact page size
     return dtype_bytes(model_dtype)
-
-
-def model_figures(link: ModelLink, *, tensor_parallel_size: int, kv_cache_dtype: str, block_size: int,
-                  model_dtype: str, max_model_len: int, max_num_batched_tokens: int, max_num_seqs: int,
-                  pool_context: Any, pipeline_parallel_size: int = 1) -> ModelFigures:
-    """KV bytes per token and weights for one rank at the given settings.
-
-    ``bytes_per_token`` is the pool law's figure for the grouped KV specs
-    (vllm/v1/core/kv_cache_utils.py::get_kv_cache_config_from_groups, 0.33.0): page bytes of
-    every group / block size.  ``weights_bytes`` sums the adapter's tensors at the model dtype
-    (vllm/model_executor/models/*; "Model loading took" measures the same allocations).
-    """
-    from vmemplan.laws.kv_pool import UngroupableSpecs, plan_pool, plan_pool_ungrouped
-    from vmemplan.laws.weights import weight_bytes_per_rank
-    from vmemplan.models.base import GraphContext
-
-    ctx = GraphContext(tensor_parallel_size=tensor_parallel_size, pipeline_parallel_size=pipeline_parallel_size,
-                       block_size=block_size, cache_dtype=kv_cache_dtype, model_dtype=model_dtype,
-                       max_model_len=max_model_len, max_num_batched_tokens=max_num_batched_tokens,
-                       max_num_seqs=max_num_seqs)
-    weights = weight_bytes_per_rank(link.adapter.weight_tensors(ctx), model_dtype=model_dtype).total_bytes
-    specs = link.adapter.kv_cache_specs(ctx)
-    try:
-        pool = plan_pool(specs, 1 << 40, pool_context)
-    except UngroupableSpecs:
-        pool = plan_pool_ungrouped(specs, 1 << 40, pool_context)
-    note = (f"{link.model_id} at tp={tensor_parallel_size}, kv_cache_dtype={kv_cache_dtype}, block size {block_size},"
-            f" {model_dtype}")
-    return ModelFigures(bytes_per_token=pool.bytes_per_token, weights_bytes=weights,
-                        block_bytes=pool.block_bytes or None, tensor_parallel_size=tensor_parallel_size,
-                        kv_cache_dtype=kv_cache_dtype, block_size=block_size, model_dtype=model_dtype, note=note)
