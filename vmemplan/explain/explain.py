@@ -1,6 +1,7 @@
 """Explain a parsed vLLM startup: plain-words notes per line, arithmetic cross-checks, advice.
 
-Pure: a :class:`~vmemplan.explain.parse.Startup` in, a frozen :class:`Report` out.  Every check
+Pure: a :class:`~vmemplan.explain.parse.Startup` in, a frozen :class:`Report` out (data only: the
+text rendering is :func:`vmemplan.render.explain.render_text`).  Every check
 states its arithmetic in ``detail`` and passes when the two sides agree "within the log's
 rounding": each printed figure may be off by half a unit of its last printed decimal.
 
@@ -27,7 +28,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping
 
 from vmemplan.explain.parse import FIGURE_JSON_KEYS, GIB, Figures, LogLine, Startup, half_unit_bytes
 
@@ -37,7 +38,6 @@ __all__ = [
     "Report",
     "Suggestion",
     "explain",
-    "render_text",
     "report_to_json",
 ]
 
@@ -761,66 +761,3 @@ def _differs(a: Figures, b: Figures) -> bool:
 def report_to_json(reports: Iterable[Report]) -> dict[str, Any]:
     """The whole JSON document: ``{"schema_version": 1, "startups": [...]}``."""
     return {"schema_version": SCHEMA_VERSION, "startups": [r.to_json() for r in reports]}
-
-
-def _short(text: str, width: int = 220) -> str:
-    return text if len(text) <= width else text[: width - 3] + "..."
-
-
-def render_text(report: Report | Sequence[Report]) -> str:
-    """Plain text: each recognised log line followed by its indented explanation, then the checks,
-    then the suggestions.  Accepts one report or a list of them."""
-    reports = [report] if isinstance(report, Report) else list(report)
-    out: list[str] = []
-    for i, rep in enumerate(reports, 1):
-        s = rep.startup
-        head = f"Startup {i} of {len(reports)}" if len(reports) > 1 else "Startup"
-        out.append(f"{head}: vLLM {s.vllm_version or '(version not in log)'}, format {s.format},"
-                   f" model {s.model or '(not in log)'}, ranks {', '.join(map(str, s.ranks))}: {s.outcome}")
-        if s.error:
-            out.append(f"  error: {s.error}")
-        out.append("")
-        for ln in rep.lines:
-            out.append(f"  {ln.number:>6}: {_short(ln.text)}")
-            if ln.explanation:
-                out.append(f"          {ln.explanation}")
-        out.append("")
-        out.append("Checks:")
-        if not rep.checks:
-            out.append("  (none: the log lacks the figures a check needs)")
-        for c in rep.checks:
-            where = f" (rank {c.rank})" if c.rank is not None else ""
-            out.append(f"  [{'ok' if c.ok else '!!'}] {c.name}{where}: {c.detail}")
-        out.append("")
-        out.append("Suggestions:")
-        if not rep.suggestions:
-            out.append("  (nothing to act on)")
-        for sg in rep.suggestions:
-            out.append(f"  [{sg.severity}] {sg.detail}")
-        out.append("")
-        for w in rep.what_if:
-            out.extend(_render_what_if(w))
-    return "\n".join(out).rstrip() + "\n"
-
-
-def _render_what_if(w: Mapping[str, Any]) -> list[str]:
-    """The what-if block of :func:`render_text`, from its JSON mapping (see vmemplan.explain.whatif)."""
-    changes = ", ".join(f"{k}={v}" for k, v in dict(w.get("changes", {})).items()) or "(no changes)"
-    out = [f"What if {changes}:"]
-    for step in w.get("steps", ()):
-        out.append(f"  - {step}")
-    if w.get("reason"):
-        out.append(f"  cannot say: {w['reason']}")
-    kv = w.get("available_kv_cache_bytes")
-    tokens, conc, starts = w.get("kv_cache_tokens"), w.get("max_concurrency"), w.get("starts")
-    parts = [f"available KV cache {_g(kv)} GiB" if kv is not None else "available KV cache ?"]
-    parts.append(f"{tokens:,} tokens" if tokens is not None else "tokens ?")
-    if conc is not None:
-        parts.append(f"max concurrency {conc:.2f}x")
-    if starts is not None:
-        parts.append("starts" if starts else "does NOT start")
-    out.append("  => " + ", ".join(parts))
-    out.append("  measured (from the log): " + (", ".join(w.get("measured", ())) or "none"))
-    out.append("  estimated: " + (", ".join(w.get("estimated", ())) or "none"))
-    out.append("")
-    return out
