@@ -1,0 +1,209 @@
+"""The catalogue of vLLM startup lines explain-log reads: one :class:`LineRule` per line kind.
+
+Each rule names the literal ``anchors`` that select it (a plain substring test, cheap on the
+thousands of serving lines a log also holds), the vLLM ``file::function`` that prints it, and a
+small handler that writes named figures into the startup being read.  Most handlers are built by
+:func:`read` from one regular expression and a list of :class:`Put` (figure, regex group,
+conversion); the few lines that carry structure (config dumps, the KV-capacity pair, the memory
+summary, errors) have a handler of their own in :mod:`vmemplan.explain.line_handlers`,
+:mod:`vmemplan.explain.memory_lines` or :mod:`vmemplan.explain.failure_lines`.
+
+Format strings were checked in the release wheels 0.5.5, 0.6.4, 0.6.5, 0.8.5, 0.10.1.1, 0.11.0,
+0.13.0, 0.17.0, 0.19.0, 0.21.0, 0.24.0 and in the 0.33.0 source; the history of each line is in
+/work/shared/reference/vllm-facts.md §2 and the ``log:`` section of the rules packs
+(registry/vllm/v*.yaml).  Paths below are relative to ``vllm/``.
+
+The table order is the order rules fire when one record matches several (a V0 profiling
+message joined into one record holds three): later rules may refine what earlier ones wrote.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Callable
+
+from vmemplan.explain import failure_lines as fail
+from vmemplan.explain import line_handlers as h
+from vmemplan.explain import memory_lines as mem
+from vmemplan.explain.accumulator import Acc
+from vmemplan.explain.line_handlers import NUM, Hit, Put, read
+
+__all__ = ["LineRule", "RULES", "rules_for", "BOUNDARY_KINDS"]
+
+
+@dataclass(frozen=True)
+class LineRule:
+    """One kind of startup line: how to spot it, who prints it, what it yields."""
+
+    kind: str
+    anchors: tuple[str, ...]
+    printed_by: str
+    handle: Callable[[Acc, Hit], None]
+    #: a second, stricter test for anchors that also occur in unrelated lines
+    confirm: re.Pattern[str] | None = None
+
+
+def _rule(kind: str, anchors: str | tuple[str, ...], printed_by: str, handle: Callable[[Acc, Hit], None],
+          confirm: str | None = None) -> LineRule:
+    return LineRule(kind, (anchors,) if isinstance(anchors, str) else anchors, printed_by, handle,
+                    re.compile(confirm) if confirm else None)
+
+
+GIB_ = "gib"  # a GiB figure -> bytes, printed text kept
+UTIL = "util"  # a float whose printed text is kept (gpu_memory_utilization)
+FLOAT = "float"
+INT = "int"
+
+#: Rules that open a new startup when the current one already has an outcome.
+BOUNDARY_KINDS = ("version", "engine", "args", "namespace", "banner")
+
+RULES: tuple[LineRule, ...] = (
+    # ---- who and what: version, arguments, engine config
+    _rule("version", ("API server version", "vLLM server version", "batch processing API version"),
+          "entrypoints/common/startup.py::log_version_and_model (0.33); entrypoints/openai/api_server.py::"
+          "run_server 'vLLM API server version %s' (<= 0.2x); entrypoints/openai/run_batch.py::main",
+          h.version),
+    _rule("banner", ("\u2580\u2584\u2580", "\u2588\u2584\u2588\u2580"),
+          "entrypoints/common/startup.py::log_version_and_model (the logo with 'version' and 'model')",
+          h.banner),
+    _rule("args", "non-default args:", "entrypoints/common/startup.py::log_non_default_args "
+          "(entrypoints/utils.py::log_non_default_args before 0.3x)", h.non_default_args),
+    _rule("namespace", "args: Namespace(", "entrypoints/openai/api_server.py::run_server "
+          "'args: %s' (V0 era)", h.namespace),
+    _rule("engine", "LLM engine (v", "v1/engine/core.py::EngineCore.__init__ 'Initializing a V1 LLM engine"
+          " (v%s) with config: %s'; engine/llm_engine.py::LLMEngine.__init__ (V0)", h.engine_config),
+    _rule("loadmodel", "Starting to load model", "v1/worker/gpu_model_runner.py::GPUModelRunner.load_model "
+          "'Starting to load model %s...'", h.load_model),
+    _rule("maxlen", "Using max model len", "config/model.py::ModelConfig.get_and_verify_max_len "
+          "'Using max model len %s'",
+          read(r"Using max model len (\d+)", "max_model_len", Put("max_model_len", 1, INT))),
+    _rule("autofit", "Auto-fit max_model_len", "v1/core/kv_cache_planning.py::_auto_fit_max_model_len "
+          "'Auto-fit max_model_len: reduced from %d to %d ...'",
+          read(r"reduced from (\d+) to (\d+)", "max_model_len", Put("max_model_len", 2, INT))),
+    _rule("chunked", "Chunked prefill is enabled", "config/scheduler.py::SchedulerConfig.__post_init__ "
+          "'Chunked prefill is enabled with max_num_batched_tokens=%d.'",
+          read(r"max_num_batched_tokens=(\d+)", "chunked_prefill", Put("max_num_batched_tokens", 1, INT))),
+    _rule("blocksize", "block size to ", "platforms/interface.py::Platform._align_hybrid_block_size "
+          "'Setting attention block size to %d tokens ...' (models/config.py::"
+          "HybridAttentionMambaModelConfig.verify_and_update_config before 0.2x)", h.block_size),
+    _rule("mamba", ("Padding mamba page size", "padding layers", "Hybrid KV cache manager is disabled"),
+          "platforms/interface.py::Platform._align_hybrid_block_size 'Padding mamba page size by %.2f%%';"
+          " v1/core/kv_cache_planning.py::_get_kv_cache_groups_uniform_page_size 'Add %d padding layers';"
+          " kv_cache_planning.py::unify_hybrid_kv_cache_specs", h.hybrid),
+    # ---- weights and the profile run
+    _rule("weights", ("Loading model weights took", "Model loading took"),
+          "v1/worker/gpu_model_runner.py::GPUModelRunner.load_model 'Model loading took %s GiB memory and"
+          " %.6f seconds' (%.4f GB|GiB before 2026-01); worker/model_runner.py::GPUModelRunnerBase.load_model"
+          " 'Loading model weights took %.4f GB' (V0; value / 2**30, i.e. GiB)", mem.weights),
+    _rule("profres", ("Memory profiling results", "total_gpu_memory=", "peak_torch_memory=", "kv_cache_size=",
+                      "non_torch_memory="),
+          "worker/worker.py::Worker.determine_num_available_blocks 'Memory profiling results: "
+          "total_gpu_memory=%.2fGiB ... gpu_memory_utilization=%.2f' (0.6.4; name=value pairs, one line or"
+          " several; 0.6.5 development builds: a block of aligned 'name  value' rows)", mem.profiling_results),
+    _rule("proftakes", "Memory profiling takes",
+          "utils/mem_utils.py::MemoryProfilingResult.__repr__ (V1, debug: 'Total non KV cache memory: ...');"
+          " worker/worker.py::Worker.determine_num_available_blocks (V0 0.6.5+, first of three lines)",
+          mem.profiling_takes),
+    _rule("budget", "current vLLM instance can use",
+          "worker/worker.py::Worker.determine_num_available_blocks 'the current vLLM instance can use"
+          " total_gpu_memory (%.2fGiB) x gpu_memory_utilization (%.2f) = %.2fGiB' (V0 0.6.5 .. removal)",
+          read(r"total_gpu_memory\s*\(\s*(" + NUM + r")\s*(?:GiB|Gib|GB)\s*\)\s*[x\u00d7*]\s*"
+               r"gpu_memory_utilization\s*\(\s*(" + NUM + r")\s*\)\s*=\s*(" + NUM + r")\s*(?:GiB|Gib|GB)",
+               "budget", Put("total_memory_bytes", 1, GIB_), Put("gpu_memory_utilization", 2, UTIL),
+               Put("requested_memory_bytes", 3, GIB_), hint="v0-takes")),
+    _rule("weightstake", "model weights take",
+          "worker/worker.py::Worker.determine_num_available_blocks 'model weights take %.2fGiB;"
+          " non_torch_memory takes ...; PyTorch activation peak memory takes ...; the rest of the memory"
+          " reserved for KV Cache is %.2fGiB.' (V0 0.6.5 .. removal)", mem.weights_take),
+    # ---- the KV cache pool
+    _rule("avail", "Available KV cache memory",
+          "v1/worker/gpu_worker.py::Worker.determine_available_memory 'Available KV cache memory: %s GiB'"
+          " (%.2f GiB before 2026-01; not printed before 2025-06)",
+          read(r"Available KV cache memory:\s*(" + NUM + r")\s*GiB", "available_kv",
+               Put("available_kv_cache_bytes", 1, GIB_), hint="v1")),
+    _rule("kvsize", ("KV cache size: ", "Maximum concurrency for"),
+          "v1/core/kv_cache_utils.py::update_kv_cache_capacity '%s KV cache size: %s tokens, Maximum"
+          " concurrency for %s tokens per request: %.2fx' (0.33, one record); _report_kv_cache_config /"
+          " get_kv_cache_config 'GPU KV cache size: %s tokens' + 'Maximum concurrency ...' (V1 before);"
+          " executor/executor_base.py::ExecutorBase.initialize_cache (V0 concurrency)", mem.kv_capacity),
+    _rule("blocks", "blocks: ", "executor/executor_base.py::ExecutorBase.initialize_cache '# %s blocks: %d,"
+          " # CPU blocks: %d' (device name, e.g. cuda); executor/gpu_executor.py::GPUExecutor."
+          "initialize_cache '# GPU blocks: %d, # CPU blocks: %d' (before 2025-01); early V1 '# GPU blocks: %d'",
+          mem.blocks),
+    _rule("numblocks", ("num_gpu_blocks is", "Overriding num_gpu_blocks"),
+          "v1/metrics/loggers.py::LoggingStatLogger.log_engine_initialized '... num_gpu_blocks is: %d';"
+          " v1/core/kv_cache_planning.py::get_kv_cache_configs 'Overriding num_gpu_blocks=%d with"
+          " num_gpu_blocks_override=%d'", mem.num_blocks),
+    # ---- CUDA graphs
+    _rule("graph", "Graph capturing finished",
+          "v1/worker/gpu_model_runner.py::GPUModelRunner.capture_model 'Graph capturing finished in %.0f"
+          " secs, took %.2f GiB' (no GiB before 2024-11); worker/model_runner.py (V0)",
+          read(r"Graph capturing finished in (" + NUM + r") secs(?:, took (" + NUM + r") GiB)?", "cuda_graph",
+               Put("graph_capture_seconds", 1, FLOAT), Put("cuda_graph_bytes", 2, GIB_))),
+    _rule("cgest", "Estimated CUDA graph memory",
+          "v1/worker/gpu_model_runner.py::GPUModelRunner.profile_cudagraph_memory 'Estimated CUDA graph"
+          " memory: %.2f GiB total' (2026-03+)",
+          read(r"Estimated CUDA graph memory: (" + NUM + r") GiB total", "cuda_graph_estimate",
+               Put("cuda_graph_estimate_bytes", 1, GIB_))),
+    _rule("cgprof", "Profiling CUDA graph memory",
+          "v1/worker/gpu_model_runner.py::GPUModelRunner.profile_cudagraph_memory 'Profiling CUDA graph"
+          " memory: %s'", h.line_only("cuda_graph_profiling")),
+    _rule("cgutil", ("CUDA graph memory profiling is", "CUDA graph memory profiling will be"),
+          "v1/worker/gpu_worker.py::Worker.determine_available_memory 'CUDA graph memory profiling is"
+          " enabled|disabled ...' (and the opt-in era's 'will be enabled by default')", mem.cuda_graph_util),
+    _rule("cgpool", "CUDA graph pool memory",
+          "v1/worker/gpu_worker.py::Worker._compile_or_warm_up_model 'CUDA graph pool memory: %s GiB"
+          " (actual), %s GiB (estimated), difference: ...'",
+          read(r"CUDA graph pool memory: (" + NUM + r") GiB \(actual\), (" + NUM + r") GiB \(estimated\)",
+               "cuda_graph_pool", Put("cuda_graph_bytes", 1, GIB_, weak=True),
+               Put("cuda_graph_estimate_bytes", 2, GIB_, weak=True))),
+    _rule("eager", "Cudagraph is disabled under eager",
+          "config/vllm.py::VllmConfig.__post_init__ 'Cudagraph is disabled under eager mode'", h.eager),
+    # ---- the memory summary and the KV override
+    _rule("freemem", "Free memory on device",
+          "v1/worker/gpu_worker.py::Worker._compile_or_warm_up_model (summary, 0.10.2+); v1/worker/utils.py::"
+          "request_memory / gpu_worker.py::Worker.init_device ('... is less than desired GPU memory"
+          " utilization', an error)", mem.free_memory),
+    _rule("initfree", "Initial free memory",
+          "v1/worker/gpu_worker.py::Worker.determine_available_memory 'Initial free memory %s GiB,"
+          " reserved %s GiB memory for KV Cache as specified by kv_cache_memory_bytes ...' and the debug"
+          " 'Initial free memory: %s GiB; Requested memory: %f (util), %s GiB'", mem.initial_free),
+    # ---- failures
+    _rule("toserve", "To serve at least one request",
+          "v1/core/kv_cache_planning.py::_check_enough_kv_cache_memory (kv_cache_utils.py before 0.3x)"
+          " 'To serve at least one request with the model's max seq len (%d), (%s GiB KV cache is needed,"
+          " ...'", fail.to_serve),
+    _rule("v0maxlen", "maximum number of tokens that can be",
+          "worker/worker.py::raise_if_cache_size_invalid 'The model's max seq len (%d) is larger than the"
+          " maximum number of tokens that can be stored in KV cache (%d).' (V0)", fail.v0_max_len),
+    _rule("noavail", "No available memory for the cache blocks",
+          "v1/core/kv_cache_planning.py::_check_enough_kv_cache_memory; worker/worker.py::"
+          "raise_if_cache_size_invalid (V0)", fail.no_available),
+    _rule("oom", (" out of memory", "OutOfMemoryError"), "torch (CUDA / HIP / XPU allocator), any phase",
+          fail.out_of_memory, confirm=r"(?:CUDA|HIP|XPU) out of memory|OutOfMemoryError"),
+    _rule("failed", ("EngineCore failed to start", "Engine core initialization failed"),
+          "v1/engine/core.py::EngineCoreProc.run_engine_core 'EngineCore failed to start.'; v1/engine/"
+          "utils.py::wait_for_engine_startup 'Engine core initialization failed. ...'", fail.engine_failed),
+    # ---- serving (after startup)
+    _rule("preempt", "is preempted by", "core/scheduler.py::Scheduler._preempt (V0 warning 'Sequence group"
+          " %s is preempted by %s mode ... total_num_cumulative_preemption=%d')", fail.preempted),
+    _rule("stats", " reqs", "v1/metrics/loggers.py::LoggingStatLogger.log 'Running: %d reqs, Waiting: %d"
+          " reqs, ... KV cache usage: %.1f%%, ... Preemptions: %d' (V0: engine/metrics.py)", fail.stats,
+          confirm=r"Running: \d+ reqs"),
+    _rule("dcp", "Multiplying the GPU KV cache size",
+          "v1/core/kv_cache_utils.py::_report_kv_cache_config 'Multiplying the GPU KV cache size by the"
+          " cp_world_size %d ...' (2025-09 .. 2026-04)", fail.context_parallel),
+)
+
+
+def rules_for(text: str) -> list[LineRule]:
+    """The rules whose anchors occur in ``text`` (and whose confirming pattern matches), in table order."""
+    out = []
+    for rule in RULES:
+        for anchor in rule.anchors:
+            if anchor in text:
+                if rule.confirm is None or rule.confirm.search(text):
+                    out.append(rule)
+                break
+    return out
