@@ -15,17 +15,20 @@ from vmemplan.explain.checks import checks_for as _checks_for
 from vmemplan.explain.line_notes import explain_line as _explain_line
 from vmemplan.explain.report import (
     SCHEMA_VERSION,
+    Binding,
     Check,
     ExplainedLine,
     Report,
     Suggestion,
     report_to_json,
 )
-from vmemplan.explain.startup import Figures, Startup
+from vmemplan.explain.startup import Figures, Startup, half_unit_bytes
 from vmemplan.explain.suggestions import suggestions as _suggestions
 
 __all__ = [
     "SCHEMA_VERSION",
+    "Binding",
+    "binding_rank",
     "Check",
     "ExplainedLine",
     "Report",
@@ -53,7 +56,33 @@ def explain(startup: Startup, *, bytes_per_token: int | None = None,
             seen.append(f)
             checks += _checks_for(s, f, r, bytes_per_token, model_weights_bytes)
     lines = tuple(ExplainedLine(ln.number, ln.text, ln.kind, ln.rank, _explain_line(s, ln)) for ln in s.lines)
-    return Report(startup=s, lines=lines, checks=tuple(checks), suggestions=tuple(_suggestions(s)))
+    return Report(startup=s, lines=lines, checks=tuple(checks), suggestions=tuple(_suggestions(s)),
+                  binding=binding_rank(s))
+
+
+def binding_rank(s: Startup) -> Binding | None:
+    """The rank with the smallest pool when it is not the primary rank (see :class:`Binding`).
+
+    Compared by the ranks' own token counts when they printed different ones, else by their
+    available KV cache memory (ties go to the primary rank: it is then not reported).
+    """
+    primary = s.per_rank.get(s.primary_rank)
+    if primary is None or len(s.per_rank) < 2:
+        return None
+    for basis in ("kv_cache_tokens", "available_kv_cache_bytes"):
+        values = {r: getattr(f, basis) for r, f in s.per_rank.items() if getattr(f, basis) is not None}
+        if len(values) < 2 or len(set(values.values())) < 2:
+            continue
+        rank = min(values, key=lambda r: (values[r], r != s.primary_rank, r))
+        mine = getattr(primary, basis)
+        if rank == s.primary_rank or mine is None:
+            return None
+        # a difference within the printed rounding of the two figures is no evidence
+        rounding = half_unit_bytes(primary.printed.get(basis)) + half_unit_bytes(s.per_rank[rank].printed.get(basis))
+        if mine - values[rank] <= rounding:
+            return None
+        return Binding(rank=rank, primary_rank=s.primary_rank, basis=basis)
+    return None
 
 
 _CHECKED = ("total_memory_bytes", "gpu_memory_utilization", "weights_bytes", "activation_peak_bytes",

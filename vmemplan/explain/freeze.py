@@ -153,7 +153,8 @@ def _outcome(acc: Acc, per_rank: Mapping[int, Figures], figures: Figures) -> tup
 _PHASES = (
     ("config", {"version", "args", "engine_config", "max_model_len", "chunked_prefill"}),
     ("weights", {"weights"}),
-    ("profiling", {"profiling", "profile_breakdown", "budget", "available_kv", "cuda_graph_estimate"}),
+    ("profiling", {"profiling", "profiling_row", "profile_breakdown", "budget", "available_kv",
+                   "cuda_graph_estimate"}),
     ("kv_cache", {"kv_tokens", "kv_tokens_concurrency", "concurrency", "blocks"}),
     ("cuda_graphs", {"cuda_graph", "cuda_graph_pool", "memory_summary"}),
 )

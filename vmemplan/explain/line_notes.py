@@ -112,6 +112,24 @@ def _note_profiling(s: Startup, f: Figures, ln: LogLine, who: str) -> str:
             " activation peak.")
 
 
+#: What each row of the 0.6.5 development builds' "Memory profiling results:" block means.
+_PROFILER_ROWS = (
+    ("memory_usage_post_profile", "memory in use right after the profile run"),
+    ("initial_memory_usage", "memory in use before the profile run (the weights included)"),
+    ("peak_torch_memory", "the highest PyTorch allocation during the profile run, the weights included"),
+    ("non_torch_memory", "memory outside PyTorch's allocator (CUDA context, NCCL buffers)"),
+    ("total_gpu_memory", "the GPU's total memory"),
+    ("kv_cache_size", "what is left for the KV cache: total x util - peak_torch - non_torch"),
+    ("gpu_memory_utilization", "--gpu-memory-utilization, the share of the GPU vLLM may use"),
+)
+
+
+def _note_profiling_row(s: Startup, f: Figures, ln: LogLine, who: str) -> str:
+    row = "_".join(ln.text.lower().replace("\t", " ").split())
+    meaning = next((text for name, text in _PROFILER_ROWS if name in row), "a figure of the profile run")
+    return f"One row of the profiler's summary block (vLLM 0.6.5 development builds){who}: {meaning}."
+
+
 def _note_budget(s: Startup, f: Figures, ln: LogLine, who: str) -> str:
     return (f"vLLM may use total x util = {_p(f, 'total_memory_bytes')} GiB x {f.gpu_memory_utilization}"
             f" = {_p(f, 'requested_memory_bytes')} GiB on this GPU{who}; everything else is left to the CUDA"
@@ -243,6 +261,7 @@ _NOTES: dict[str, Callable[[Startup, Figures, LogLine, str], str]] = {
     "hybrid": _note_hybrid,
     "weights": _note_weights,
     "profiling": _note_profiling,
+    "profiling_row": _note_profiling_row,
     "budget": _note_budget,
     "profile_breakdown": _note_profile_breakdown,
     "available_kv": _note_available_kv,

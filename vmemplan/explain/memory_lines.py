@@ -87,7 +87,7 @@ def profiling_row(acc: Acc, number: int, text: str) -> bool:
     name = re.sub(r"[ \t]+", "_", m.group(1).strip()).lower()
     key = acc.block[1] if acc.block else None
     if _profiler_value(acc, key, name, m.group(2)):
-        acc.line(number, text, "profiling", key)
+        acc.line(number, text, "profiling_row", key)
     return True
 
 

@@ -9,7 +9,7 @@ from typing import Any, Iterable, Mapping
 
 from vmemplan.explain.startup import FIGURE_JSON_KEYS, Figures, Startup
 
-__all__ = ["SCHEMA_VERSION", "Check", "ExplainedLine", "Report", "Suggestion", "report_to_json"]
+__all__ = ["SCHEMA_VERSION", "Binding", "Check", "ExplainedLine", "Report", "Suggestion", "report_to_json"]
 
 SCHEMA_VERSION = 1
 
@@ -56,12 +56,33 @@ class ExplainedLine:
 
 
 @dataclass(frozen=True)
+class Binding:
+    """The rank whose figures set every rank's pool, when it is not the primary rank (rank 0).
+
+    vLLM gives every worker the smallest worker's block count (v1/core/kv_cache_planning.py::
+    get_kv_cache_configs, step 5; V0: executor/distributed_gpu_executor.py::
+    DistributedGPUExecutor.determine_num_available_blocks takes the min over workers), so with
+    pipeline stages of unequal size the fullest stage, not rank 0, decides the pool.  ``basis``
+    names the figure compared: ``kv_cache_tokens`` when the ranks printed their own pool sizes,
+    else ``available_kv_cache_bytes``.
+    """
+
+    rank: int
+    primary_rank: int
+    basis: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"rank": self.rank, "primary_rank": self.primary_rank, "basis": self.basis}
+
+
+@dataclass(frozen=True)
 class Report:
     startup: Startup
     lines: tuple[ExplainedLine, ...]
     checks: tuple[Check, ...]
     suggestions: tuple[Suggestion, ...]
     what_if: tuple[Mapping[str, Any], ...] = ()
+    binding: Binding | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The ``startups[i]`` entry of the JSON contract (schema_version 1)."""
@@ -80,6 +101,7 @@ class Report:
         }
         if len(s.ranks) > 1:
             out["per_rank"] = {str(r): _figures_json(f) for r, f in s.per_rank.items()}
+            out["binding_rank"] = self.binding.to_json() if self.binding is not None else None
         out["suggestions"] = [x.to_json() for x in self.suggestions]
         out["preemptions"] = s.preemptions
         out["errors"] = list(s.errors)

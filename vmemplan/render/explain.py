@@ -13,6 +13,7 @@ from vmemplan.units import GIB
 
 if TYPE_CHECKING:
     from vmemplan.explain.explain import Report
+    from vmemplan.explain.startup import Figures
 
 __all__ = ["render_text"]
 
@@ -40,6 +41,8 @@ def render_text(report: Report | Sequence[Report]) -> str:
                    f" model {s.model or '(not in log)'}, ranks {', '.join(map(str, s.ranks))}: {s.outcome}")
         if s.error:
             out.append(f"  error: {s.error}")
+        if rep.binding is not None:
+            out.extend(_render_binding(rep))
         out.append("")
         for ln in rep.lines:
             out.append(f"  {ln.number:>6}: {_short(ln.text)}")
@@ -84,4 +87,42 @@ def _render_what_if(w: Mapping[str, Any]) -> list[str]:
     out.append("  measured (from the log): " + (", ".join(w.get("measured", ())) or "none"))
     out.append("  estimated: " + (", ".join(w.get("estimated", ())) or "none"))
     out.append("")
+    return out
+
+
+#: The figures shown side by side for the primary and the binding rank: (label, field, unit).
+_BINDING_ROWS = (
+    ("total GPU memory", "total_memory_bytes", "GiB"),
+    ("weights", "weights_bytes", "GiB"),
+    ("peak torch memory", "peak_torch_bytes", "GiB"),
+    ("activation peak", "activation_peak_bytes", "GiB"),
+    ("non-torch memory", "non_torch_bytes", "GiB"),
+    ("available KV cache", "available_kv_cache_bytes", "GiB"),
+    ("KV cache tokens", "kv_cache_tokens", "tokens"),
+)
+
+
+def _figure_text(f: Figures, name: str, unit: str) -> str:
+    value = getattr(f, name)
+    if value is None:
+        return "-"
+    if unit == "GiB":
+        return f"{f.printed.get(name) or _g(value)} GiB"
+    return f"{value:,}"
+
+
+def _render_binding(rep: Report) -> list[str]:
+    """The binding rank's figures next to the primary rank's (see vmemplan.explain.report.Binding)."""
+    b, s = rep.binding, rep.startup
+    assert b is not None
+    first, bind = s.per_rank[b.primary_rank], s.per_rank[b.rank]
+    what = "KV cache tokens" if b.basis == "kv_cache_tokens" else "available KV cache memory"
+    out = [f"  binding rank: rank {b.rank} has the least {what}; vLLM gives every rank the smallest rank's"
+           f" block count, so rank {b.rank}'s figures, not rank {b.primary_rank}'s, set the pool:"]
+    rows = [(label, _figure_text(first, n, u), _figure_text(bind, n, u)) for label, n, u in _BINDING_ROWS
+            if getattr(first, n) is not None or getattr(bind, n) is not None]
+    head = (f"rank {b.primary_rank}", f"rank {b.rank} (binding)")
+    w0 = max(len(head[0]), *(len(r[1]) for r in rows))
+    out.append(f"    {'':<20} {head[0]:>{w0}}   {head[1]}")
+    out.extend(f"    {label:<20} {a:>{w0}}   {c}" for label, a, c in rows)
     return out
