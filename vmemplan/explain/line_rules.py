@@ -42,12 +42,93 @@ class LineRule:
     handle: Callable[[Acc, Hit], None]
     #: a second, stricter test for anchors that also occur in unrelated lines
     confirm: re.Pattern[str] | None = None
+    #: one line as vLLM prints it (tests/explain/test_line_rules.py reads each through its rule)
+    example: str = ""
 
 
 def _rule(kind: str, anchors: str | tuple[str, ...], printed_by: str, handle: Callable[[Acc, Hit], None],
           confirm: str | None = None) -> LineRule:
     return LineRule(kind, (anchors,) if isinstance(anchors, str) else anchors, printed_by, handle,
-                    re.compile(confirm) if confirm else None)
+                    re.compile(confirm) if confirm else None, EXAMPLES.get(kind, ""))
+
+
+#: One real-format line per rule kind (values made up, format strings from the vLLM source).
+EXAMPLES: dict[str, str] = {
+    "version": "INFO 08-16 01:42:32 [api_server.py:1755] vLLM API server version 0.10.0",
+    "banner": "(APIServer pid=1) INFO  \u2584\u2584 \u2584\u2588 \u2588     \u2588     \u2588 \u2580\u2584\u2580 \u2588"
+              "  version 0.33.0",
+    "args": "(APIServer pid=1) INFO [utils.py:1] non-default args: {'model': 'Qwen/Qwen3-8B', 'max_model_len': 32768,"
+            " 'gpu_memory_utilization': 0.9}",
+    "namespace": "INFO 09-13 22:25:30 api_server.py:495] args: Namespace(host=None, port=8000, model='m',"
+                 " max_model_len=4096, tensor_parallel_size=1, seed=0)",
+    "engine": "INFO [core.py:1] Initializing a V1 LLM engine (v0.11.0) with config: model='Qwen/Qwen3-8B',"
+              " dtype=torch.bfloat16, max_seq_len=32768, tensor_parallel_size=1, device_config=cuda",
+    "loadmodel": "(EngineCore_DP0 pid=5) INFO [gpu_model_runner.py:1] Starting to load model Qwen/Qwen3-8B...",
+    "maxlen": "INFO [model.py:1] Using max model len 32768",
+    "autofit": "INFO [kv_cache_planning.py:1] Auto-fit max_model_len: reduced from 131072 to 50304 to fit in"
+               " available GPU memory",
+    "chunked": "INFO [scheduler.py:1] Chunked prefill is enabled with max_num_batched_tokens=8192.",
+    "blocksize": "INFO [interface.py:1] Setting attention block size to 1072 tokens to ensure that attention"
+                 " page size is >= mamba page size.",
+    "mamba": "INFO [interface.py:1] Padding mamba page size by 1.23% to ensure that mamba page size and"
+             " attention page size are exactly equal.",
+    "weights": "(EngineCore_DP0 pid=5) INFO [gpu_model_runner.py:1] Model loading took 15.27 GiB memory and"
+               " 5.123456 seconds",
+    "profres": "INFO 11-20 10:00:00 worker.py:1] Memory profiling results: total_gpu_memory=79.19GiB"
+               " initial_memory_usage=15.50GiB peak_torch_memory=17.00GiB memory_usage_post_profile=15.60Gib"
+               " non_torch_memory=0.50GiB kv_cache_size=53.77GiB gpu_memory_utilization=0.90",
+    "proftakes": "DEBUG [gpu_worker.py:1] Memory profiling takes 4.32 seconds. Total non KV cache memory: 17.2GiB;"
+                 " torch peak memory increase: 1.4GiB; non-torch forward increase memory: 0.5GiB; weights"
+                 " memory: 15.27GiB.",
+    "budget": "INFO 12-20 10:00:05 worker.py:265] the current vLLM instance can use total_gpu_memory (79.19GiB)"
+              " x gpu_memory_utilization (0.90) = 71.27GiB",
+    "weightstake": "INFO 12-20 10:00:05 worker.py:265] model weights take 14.99GiB; non_torch_memory takes"
+                   " 0.40GiB; PyTorch activation peak memory takes 1.20GiB; the rest of the memory reserved for"
+                   " KV Cache is 54.68GiB.",
+    "avail": "(EngineCore_DP0 pid=5) INFO [gpu_worker.py:1] Available KV cache memory: 53.78 GiB",
+    "kvsize": "(EngineCore_DP0 pid=5) INFO [kv_cache_utils.py:1] GPU KV cache size: 391,632 tokens, Maximum"
+              " concurrency for 32,768 tokens per request: 11.95x",
+    "blocks": "INFO 04-23 14:48:44 [executor_base.py:112] # cuda blocks: 7299, # CPU blocks: 2048",
+    "numblocks": "INFO [loggers.py:1] Engine 000: vllm cache_config_info with initialization after"
+                 " num_gpu_blocks is: 5867",
+    "graph": "(EngineCore_DP0 pid=5) INFO [gpu_model_runner.py:1] Graph capturing finished in 12 secs, took"
+             " 0.55 GiB",
+    "cgest": "INFO [gpu_model_runner.py:1] Estimated CUDA graph memory: 0.61 GiB total",
+    "cgprof": "INFO [gpu_model_runner.py:1] Profiling CUDA graph memory: PIECEWISE=51 (largest=512),"
+              " FULL=35 (largest=256)",
+    "cgutil": "INFO [gpu_worker.py:1] CUDA graph memory profiling is enabled (default since v0.21.0). The"
+              " current --gpu-memory-utilization=0.9000 is equivalent to --gpu-memory-utilization=0.8923"
+              " without CUDA graph memory profiling. To maintain the same effective KV cache size as before,"
+              " increase --gpu-memory-utilization to 0.9077.",
+    "cgpool": "INFO [gpu_worker.py:1] CUDA graph pool memory: 0.55 GiB (actual), 0.61 GiB (estimated),"
+              " difference: 0.06 GiB (10.9%).",
+    "eager": "INFO [vllm.py:1] Cudagraph is disabled under eager mode",
+    "freemem": "INFO [gpu_worker.py:1] Free memory on device (78.7/79.19 GiB) on startup. Desired GPU memory"
+               " utilization is (0.9, 71.27 GiB). Actual usage is 15.27 GiB for weight, 1.4 GiB for peak"
+               " activation, 0.5 GiB for non-torch memory, and 0.55 GiB for CUDAGraph memory.",
+    "initfree": "INFO [gpu_worker.py:1] Initial free memory 78.5 GiB, reserved 20.0 GiB memory for KV Cache as"
+                " specified by kv_cache_memory_bytes config and skipped memory profiling.",
+    "toserve": "ValueError: To serve at least one request with the model's max seq len (131072), (16.0 GiB KV"
+               " cache is needed, which is larger than the available KV cache memory (9.17 GiB). Based on the"
+               " available memory, the estimated maximum model length is 75136. Try increasing"
+               " `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.",
+    "v0maxlen": "ValueError: The model's max seq len (29000) is larger than the maximum number of tokens that"
+                " can be stored in KV cache (23648). Try increasing `gpu_memory_utilization` or decreasing"
+                " `max_model_len` when initializing the engine.",
+    "noavail": "ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization`"
+               " when initializing the engine.",
+    "oom": "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity"
+           " of 79.19 GiB of which 1.06 GiB is free.",
+    "failed": "(EngineCore_DP0 pid=5) ERROR [core.py:1] EngineCore failed to start.",
+    "preempt": "WARNING 09-13 22:30:00 scheduler.py:1] Sequence group 12 is preempted by"
+               " PreemptionMode.RECOMPUTE mode because there is not enough KV cache space."
+               " total_num_cumulative_preemption=1",
+    "stats": "INFO [loggers.py:1] Engine 000: Avg prompt throughput: 812.3 tokens/s, Avg generation"
+             " throughput: 95.1 tokens/s, Running: 16 reqs, Waiting: 3 reqs, GPU KV cache usage: 97.5%,"
+             " Prefix cache hit rate: 0.0%",
+    "dcp": "INFO [kv_cache_utils.py:1] Multiplying the GPU KV cache size by the cp_world_size 2"
+           " (pcp_world_size 1 * dcp_world_size 2).",
+}
 
 
 GIB_ = "gib"  # a GiB figure -> bytes, printed text kept
@@ -180,7 +261,8 @@ RULES: tuple[LineRule, ...] = (
     _rule("noavail", "No available memory for the cache blocks",
           "v1/core/kv_cache_planning.py::_check_enough_kv_cache_memory; worker/worker.py::"
           "raise_if_cache_size_invalid (V0)", fail.no_available),
-    _rule("oom", (" out of memory", "OutOfMemoryError"), "torch (CUDA / HIP / XPU allocator), any phase",
+    _rule("oom", (" out of memory", "OutOfMemoryError"), "torch c10/cuda/CUDACachingAllocator.cpp::DeviceCachingAllocator::malloc"
+          " 'CUDA out of memory. Tried to allocate ...' (HIP / XPU allocators alike), in any phase",
           fail.out_of_memory, confirm=r"(?:CUDA|HIP|XPU) out of memory|OutOfMemoryError"),
     _rule("failed", ("EngineCore failed to start", "Engine core initialization failed"),
           "v1/engine/core.py::EngineCoreProc.run_engine_core 'EngineCore failed to start.'; v1/engine/"

@@ -79,9 +79,12 @@ _ROW = re.compile(
 )
 
 
+_ROW_MAX = 300
+
+
 def profiling_row(acc: Acc, number: int, text: str) -> bool:
     """One ``name  value`` row of an open "Memory profiling results:" block; False ends the block."""
-    m = _ROW.match(text)
+    m = _ROW.match(text) if len(text) <= _ROW_MAX else None  # a row is short; never scan a huge record
     if m is None:
         return False
     name = re.sub(r"[ \t]+", "_", m.group(1).strip()).lower()
