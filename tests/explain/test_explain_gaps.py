@@ -196,3 +196,10 @@ def test_no_binding_rank_when_rank_0_binds_or_the_difference_is_rounding():
     assert rep.binding is None
     assert "binding rank" not in render_text(rep)
     assert report_to_json([rep])["startups"][0]["binding_rank"] is None
+
+
+def test_model_flag_gets_no_sibling():
+    from vmemplan.errors import VmemplanError
+
+    with pytest.raises(VmemplanError):
+        link_model("Qwen/Qwen2.5-7B-Instruct", registry=load_registry(), strict=True)

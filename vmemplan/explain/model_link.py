@@ -10,8 +10,9 @@ name (``Qwen2-7B-Instruct``) or a path on the serving machine (``/model-cache/mo
    a bundled id, or cached);
 3. for a path or a bare name: the one bundled id (or alias) whose name part equals its last component
    (case-insensitive);
-4. the bundled ``-Instruct`` / base sibling of any of these (an ``-Instruct`` model and its base share
-   every layer shape; the note says which config was used, since the context length may differ).
+4. for a name from the log (not ``--model``): the bundled ``-Instruct`` / base sibling of any of these
+   (an ``-Instruct`` model and its base share every layer shape; the note says which config was used,
+   since the context length, and with it the rotary cache, may differ).
 
 What the linked model says the log should show is computed by the plan's own pipeline steps
 (:func:`vmemplan.explain.whatif.model_check_inputs`, :mod:`vmemplan.pipeline`), never here.
@@ -149,7 +150,8 @@ def link_model(ref: str | None, *, allow_hub: bool = False, registry: Any = None
             found = _bundled_by_name(last, models_dir)
             if found is not None and found not in [c for c, _ in cands]:
                 cands.append((found, f"the only bundled model named {last!r}"))
-        cands += _sibling_candidates(cands, models_dir)
+        if not strict:  # --model names exactly the model the user wants checked
+            cands += _sibling_candidates(cands, models_dir)
     for cand, derived in cands:
         tried.append(cand)
         try:
