@@ -9,9 +9,10 @@ summary, errors) have a handler of their own in :mod:`vmemplan.explain.line_hand
 :mod:`vmemplan.explain.memory_lines` or :mod:`vmemplan.explain.failure_lines`.
 
 Format strings were checked in the release wheels 0.5.5, 0.6.4, 0.6.5, 0.8.5, 0.10.1.1, 0.11.0,
-0.13.0, 0.17.0, 0.19.0, 0.21.0, 0.24.0 and in the 0.33.0 source; the history of each line is in
-/work/shared/reference/vllm-facts.md §2 and the ``log:`` section of the rules packs
-(registry/vllm/v*.yaml).  Paths below are relative to ``vllm/``.
+0.13.0, 0.17.0, 0.19.0, 0.21.0, 0.24.0 and in the 0.33.0 source; each release's format strings are
+recorded in the ``log:`` section of its rules pack (registry/vllm/v*.yaml), and
+tests/explain/test_pack_formats.py reads every one of them back through these rules.  Paths below
+are relative to ``vllm/``.
 
 The table order is the order rules fire when one record matches several (a V0 profiling
 message joined into one record holds three): later rules may refine what earlier ones wrote.
