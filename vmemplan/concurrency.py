@@ -55,6 +55,8 @@ __all__ = [
     "concurrency_report",
     "report_from_plan",
     "concurrency_at",
+    "Headline",
+    "headline",
     "image_tokens",
     "video_tokens",
     "active_parameters",
@@ -317,6 +319,34 @@ def concurrency_at(plan: Any, request_tokens: int) -> int:
     """Effective concurrency of ``plan`` for requests of ``request_tokens`` (0 beyond max_model_len)."""
     rep = report_from_plan(plan, [RequestShape(request_tokens, request_tokens)], reference_tokens=request_tokens)
     return rep.rows[0].effective
+
+
+@dataclass(frozen=True)
+class Headline:
+    """The answer of a plan in one line's worth of data: does vLLM start, how many KV tokens,
+    how many requests of ``context_tokens`` run at once, and which limit binds there."""
+
+    starts: bool
+    kv_cache_tokens: int
+    context_tokens: int
+    concurrency: int
+    binding: Binding | None
+    max_num_seqs: int
+    reason: str | None = None
+    max_model_len_that_fits: int | None = None
+
+
+def headline(plan: Any, context_tokens: int | None = None) -> Headline:
+    """:class:`Headline` of ``plan`` at ``context_tokens`` (default: its ``max_model_len``)."""
+    e = plan.engine
+    tokens = int(context_tokens or e.max_model_len)
+    v = plan.verdict
+    if not v.starts:
+        return Headline(False, plan.kv_cache.tokens, tokens, 0, None, int(e.max_num_seqs), v.reason,
+                        v.max_model_len_that_fits)
+    rep = report_from_plan(plan, [RequestShape(tokens, tokens)], reference_tokens=tokens)
+    row = rep.rows[0]
+    return Headline(True, plan.kv_cache.tokens, tokens, row.effective, row.binding, int(e.max_num_seqs))
 
 
 # --------------------------------------------------------------------------------------

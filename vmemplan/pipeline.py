@@ -454,9 +454,15 @@ def verdict(req: ResolvedRequest, over: Overheads, bud: Budget, kv_pool: PoolPla
         return Verdict(False, f"the budget ({format_gib(requested)} GiB) plus what vLLM holds before it "
                               f"({format_gib(pre)} GiB) exceeds the GPU's {format_gib(total)} GiB: "
                               "vLLM stops with 'Free memory on device … is less than desired GPU memory utilization'")
+    if fullest.weights_bytes > total - pre:
+        return Verdict(False, f"the weights ({format_gib(fullest.weights_bytes)} GiB per rank) do not fit the "
+                              f"GPU's free memory ({format_gib(total - pre)} GiB): vLLM runs out of memory loading them")
     if fullest.weights_bytes > requested:
         return Verdict(False, f"the weights ({format_gib(fullest.weights_bytes)} GiB per rank) do not fit the "
                               f"budget ({format_gib(requested)} GiB)")
+    if fullest.available_kv_cache_bytes <= 0 and req.kv_cache_memory_bytes is not None:
+        return Verdict(False, f"--kv-cache-memory {req.kv_cache_memory_bytes} leaves no memory for the cache "
+                              "blocks: vLLM stops with 'No available memory for the cache blocks'")
     if fullest.available_kv_cache_bytes <= 0:
         return Verdict(False, "No available memory for the cache blocks: the non-KV memory "
                               f"exceeds the budget by {format_gib(-fullest.available_kv_cache_bytes)} GiB")

@@ -87,12 +87,34 @@ def reports_errors(command: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+#: The width of output that does not go to a terminal (a pipe, a file, CI logs): fixed, so that
+#: a script sees the same text on every machine.  ``COLUMNS`` overrides it.
+PIPE_WIDTH = 100
+
+
+def output_width(*, stderr: bool = False) -> int:
+    """Columns to render for: the terminal's width, else ``COLUMNS`` when set, else :data:`PIPE_WIDTH`."""
+    stream = sys.stderr if stderr else sys.stdout
+    columns = os.environ.get("COLUMNS", "").strip()
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    try:
+        if stream.isatty():
+            import shutil
+
+            return shutil.get_terminal_size((PIPE_WIDTH, 24)).columns
+    except (AttributeError, ValueError, OSError):
+        pass
+    return PIPE_WIDTH
+
+
 def console(*, stderr: bool = False, no_color: bool = False) -> Any:
-    """A rich Console made per call (never at import), honouring NO_COLOR and --no-color."""
+    """A rich Console made per call (never at import), honouring NO_COLOR and --no-color, at
+    :func:`output_width` columns."""
     from rich.console import Console
 
     no_color = no_color or bool(os.environ.get("NO_COLOR"))
-    return Console(stderr=stderr, no_color=no_color, highlight=False,
+    return Console(stderr=stderr, no_color=no_color, highlight=False, width=output_width(stderr=stderr),
                    color_system=None if no_color else "auto", soft_wrap=False)
 
 

@@ -14,6 +14,7 @@ from vmemplan.cli._options import (
     VideoFramesOpt, VideosOpt, VideoSizeOpt, with_engine_flags,
 )
 from vmemplan.errors import TargetNotMet, UsageError
+from vmemplan.render import ConcurrencyFormat, assert_never
 
 
 def parse_size(text: str, what: str) -> tuple[int, int]:
@@ -104,7 +105,7 @@ def concurrency(
     seed: SeedOpt = 0,
     min_concurrency: MinConcurrencyOpt = None,
     min_kv_tokens: MinKvTokensOpt = None,
-    output_format: str = typer.Option("table", "--format", "-f", help="table or json."),
+    output_format: ConcurrencyFormat = typer.Option(ConcurrencyFormat.table, "--format", "-f", help="table or json."),
     no_color: NoColorOpt = False,
     *,
     engine: dict[str, Any],
@@ -120,8 +121,6 @@ def concurrency(
     from vmemplan.api import plan_with_request, speed_setup
     from vmemplan.concurrency import RequestShape, default_lengths, report_from_plan
 
-    if output_format not in ("table", "json"):
-        raise UsageError(f"--format {output_format!r}: concurrency writes table or json")
     req, plan = plan_with_request(model=model, gpu=gpu, spinner=True, **engine)
     mml = req.max_model_len
     mm_tokens, mm_note, mm_info = _multimodal(req, images_per_request, image_size, videos_per_request,
@@ -176,15 +175,20 @@ def concurrency(
         sim, timed, sim_json = _simulate(plan, setup, requests, prompt_tokens or "1000", output_tokens or "300",
                                          arrival_rate, seed, mm_tokens, mml)
 
-    if output_format == "json":
+    from vmemplan.gates import evaluate_gates
+
+    gates = evaluate_gates(plan, min_concurrency=min_concurrency, min_kv_tokens=min_kv_tokens,
+                           request_tokens=request_tokens or reference)
+    if output_format is ConcurrencyFormat.json:
         from vmemplan.render.concurrency import concurrency_json
         from vmemplan.render.json_out import dumps
 
         data = concurrency_json(report, plan, simulation=sim_json, speed=speed_rows, mm=mm_info)
         data["speed_model"] = {"estimate": True, "notes": list(setup.notes), "unavailable": setup.reason}
         data["verdict"] = {"starts": plan.verdict.starts, "reason": plan.verdict.reason}
+        data["gates"] = [g.to_json() for g in gates]
         emit(dumps(data))
-    else:
+    elif output_format is ConcurrencyFormat.table:
         from vmemplan.render.concurrency import render_concurrency
 
         out = console(no_color=no_color)
@@ -195,28 +199,41 @@ def concurrency(
         out.print(render_concurrency(report, plan, sim=sim, timed=timed, sim_json=sim_json, speed_rows=speed_rows,
                                      speed_context=speed_context, speed_notes=setup.notes,
                                      speed_reason=setup.reason, mm_note=mm_note))
+    else:
+        assert_never(output_format)
     if not plan.verdict.starts:
         from vmemplan.cli._common import report as report_error
 
         report_error(f"vLLM would not start: {plan.verdict.reason}")
         raise typer.Exit(3)
-    check_gates(plan, report, min_concurrency, request_tokens or reference, min_kv_tokens)
+    fail_gates(gates, model=model, gpu=gpu, engine=engine)
 
 
 def check_gates(plan: Any, report: Any, min_concurrency: int | None, at_tokens: int, min_kv_tokens: int | None) -> None:
-    """Raise TargetNotMet (exit 3) when a gate fails."""
-    from vmemplan.concurrency import concurrency_at
+    """Raise TargetNotMet (exit 3) when a gate fails (kept for callers of the old name)."""
+    from vmemplan.gates import evaluate_gates
 
-    if min_concurrency is not None:
-        have = concurrency_at(plan, at_tokens)
-        if have < min_concurrency:
-            raise TargetNotMet(f"target not met: {have:,} requests of {at_tokens:,} tokens run at once, "
-                               f"fewer than --min-concurrency {min_concurrency:,}",
-                               hint="try `vmemplan sweep … --solve` to find flags that meet it")
-    if min_kv_tokens is not None and plan.kv_cache.tokens < min_kv_tokens:
-        raise TargetNotMet(f"target not met: the KV cache holds {plan.kv_cache.tokens:,} tokens, fewer than "
-                           f"--min-kv-tokens {min_kv_tokens:,}",
-                           hint="try `vmemplan sweep … --solve` to find flags that meet it")
+    fail_gates(evaluate_gates(plan, min_concurrency=min_concurrency, min_kv_tokens=min_kv_tokens,
+                              request_tokens=at_tokens))
+
+
+def fail_gates(gates: Any, *, model: str | None = None, gpu: str | None = None,
+               engine: dict[str, Any] | None = None) -> None:
+    """Raise TargetNotMet (exit 3) for the first gate not met, with a sweep command that can be pasted."""
+    from vmemplan.render.hints import solve_command
+
+    for g in gates:
+        if g.ok:
+            continue
+        if g.name == "min_concurrency":
+            message = (f"target not met: {g.value:,} requests of {g.request_tokens:,} tokens run at once, "
+                       f"fewer than --min-concurrency {g.target:,}")
+        else:
+            message = f"target not met: the KV cache holds {g.value:,} tokens, fewer than --min-kv-tokens {g.target:,}"
+        hint = "a sweep finds flags that meet it"
+        if model and gpu:
+            hint = "find flags that meet it: " + solve_command(model, gpu, engine or {}, gates)
+        raise TargetNotMet(message, hint=hint)
 
 
 def _simulate(plan: Any, setup: Any, requests: int, prompt: str, output: str, arrival: str, seed: int,
