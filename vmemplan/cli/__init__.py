@@ -54,18 +54,57 @@ def _root(
     """Plan vLLM GPU memory before you boot a GPU."""
 
 
+#: Help metavars by parameter name (what the value is, in the user's words); the rest read
+#: N (whole numbers), X (fractions) or TEXT.  typer would print its types (`<list[str]>`).
+METAVARS = {
+    "model": "MODEL", "gpu": "GPU", "vary": "FLAG=VALUES", "what_if": "FLAG=VALUE", "kv_cache_dtype": "DTYPE",
+    "dtype": "DTYPE", "quantization": "METHOD", "revision": "REV", "vllm_version": "VERSION",
+    "lengths": "N,N,…", "prompt_tokens": "N|DIST", "output_tokens": "N|DIST", "arrival_rate": "RATE",
+    "image_size": "WxH", "video_size": "WxH", "kv_cache_memory": "BYTES", "speculative_config": "JSON",
+    "limit_mm_per_prompt": "JSON", "chart": "OUTPUT", "chart_x": "FLAG", "log": "LOG", "sampler": "NAME",
+    "runner": "NAME", "mm_encoder_tp_mode": "MODE", "gpu_memory_utilization": "FRACTION",
+}
+
+
+class _Command(typer.core.TyperCommand):
+    """A command whose options show readable metavars in --help (see :data:`METAVARS`)."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        for param in self.params:
+            if isinstance(param, typer.core.TyperArgument):
+                # its name is its metavar already; the type would read `MODEL <str>`
+                param.display_type_rich = lambda ctx=None: None  # type: ignore[method-assign]
+                if param.metavar is None and param.name:
+                    param.metavar = METAVARS.get(param.name, param.name.upper())
+                continue
+            if param.metavar is not None or getattr(param, "is_flag", False) or not param.name:
+                continue
+            desc = getattr(param, "type_descriptor", None)
+            if desc is not None and desc.is_choice:
+                param.metavar = "[" + "|".join(str(getattr(c, "value", c)) for c in desc.choices or ()) + "]"
+                continue
+            annotation = str(getattr(desc, "annotation", ""))
+            default = "N" if "int" in annotation else "X" if "float" in annotation else "TEXT"
+            param.metavar = METAVARS.get(param.name, default)
+
+
+def _add(name: str, command: object) -> None:
+    app.command(name, cls=_Command)(command)  # type: ignore[arg-type]
+
+
 from vmemplan.cli.registry_cmds import gpus, models  # noqa: E402
 from vmemplan.cli.size import size  # noqa: E402
 
-app.command("size")(size)
-app.command("gpus")(gpus)
-app.command("models")(models)
-app.command("concurrency")(__import__("vmemplan.cli.concurrency", fromlist=["_"]).concurrency)
-app.command("sweep")(__import__("vmemplan.cli.sweep", fromlist=["_"]).sweep)
+_add("size", size)
+_add("gpus", gpus)
+_add("models", models)
+_add("concurrency", __import__("vmemplan.cli.concurrency", fromlist=["_"]).concurrency)
+_add("sweep", __import__("vmemplan.cli.sweep", fromlist=["_"]).sweep)
 
 from vmemplan.cli.explain_log import explain_log  # noqa: E402
 
-app.command("explain-log")(explain_log)
+_add("explain-log", explain_log)
 
 
 def _debug() -> bool:
@@ -80,13 +119,33 @@ def _click_usage(error: typer.TyperException) -> int:
     if ctx is not None and type(error).__name__ == "NoArgsIsHelpError":
         sys.stderr.write(ctx.get_help() + "\n")  # `vmemplan` alone: the help, as click does
         return int(error.exit_code)
-    message = " ".join(error.format_message().split())
+    message = _usage_message(" ".join(error.format_message().split()))
     hint = None
     if ctx is not None:
         hint = f"see `{ctx.command_path} --help`"
     code = int(error.exit_code)
     report(message, hint)
     return code
+
+
+def _usage_message(message: str) -> str:
+    """click's "Invalid value for '--format' / '-f': Value error, 'yaml' is not one of 'table',
+    'json'." as "--format: 'yaml' is not one of table, json"."""
+    import re
+
+    m = re.match(r"Invalid value for '([^']+)'(?: / '[^']+')*: (.*)$", message)
+    if not m:
+        return message
+    name, text = m.group(1), m.group(2)
+    text = re.sub(r"^(Value error|Assertion failed), ", "", text).rstrip(".")
+    head, sep, choices = text.partition(" is not one of ")
+    if sep:
+        text = head + sep + ", ".join(c.strip().strip("'") for c in choices.split(","))
+    if text.startswith("Input should be a valid integer"):
+        text = "expects a whole number"
+    elif text.startswith("Input should be a valid number"):
+        text = "expects a number"
+    return f"{name}: {text}"
 
 
 def main(argv: list[str] | None = None) -> None:
