@@ -42,3 +42,19 @@ def evaluate_gates(plan: Any, *, min_concurrency: int | None, min_kv_tokens: int
         have = plan.kv_cache.tokens if plan.verdict.starts else 0
         gates.append(Gate("min_kv_tokens", min_kv_tokens, have, have >= min_kv_tokens))
     return tuple(gates)
+
+
+def log_check_failures(reports: Any) -> list[str]:
+    """Why `explain-log --check` fails (empty: it passes): a startup the log shows failing, and
+    every cross-check of the log's figures that does not hold."""
+    out: list[str] = []
+    for n, report in enumerate(reports, 1):
+        where = f"startup {n}: " if len(reports) > 1 else ""
+        s = report.startup
+        if s.outcome == "failed":
+            out.append(f"{where}the log shows a failed startup" + (f" ({s.error})" if s.error else ""))
+        for c in report.checks:
+            if not c.ok:
+                rank = f" (rank {c.rank})" if c.rank is not None else ""
+                out.append(f"{where}check {c.name}{rank} fails: {c.detail}")
+    return out
