@@ -242,33 +242,42 @@ def _simulate(plan: Any, setup: Any, requests: int, prompt: str, output: str, ar
 
     from vmemplan.concurrency import sim_config_from_plan
     from vmemplan.render.concurrency import simulation_json
-    from vmemplan.sim import Traffic, attach_timing, simulate
+    from vmemplan.sim import Traffic, attach_timing
 
     if not plan.verdict.starts:
         return None, None, None
-    arr: Any = arrival
-    try:
-        arr = float(arrival)
-    except ValueError:
-        pass
-    traffic = Traffic(num_requests=requests, prompt_tokens=prompt, output_tokens=output, arrival=arr, seed=seed)
-    specs = traffic.generate()
-    if mm_tokens:
-        specs = tuple(replace(s, prompt_tokens=s.prompt_tokens + mm_tokens) for s in specs)
-    kept = tuple(s for s in specs if s.prompt_tokens + s.output_tokens <= max_model_len)
+    from vmemplan.concurrency import simulate_arrivals
+    from vmemplan.sim.traffic import parse_arrival_rate
+
+    rate = parse_arrival_rate(arrival)
     cfg, notes = sim_config_from_plan(plan)
     notes = list(notes)
-    if len(kept) < len(specs):
-        notes.append(f"{len(specs) - len(kept)} of {len(specs)} requests are longer than max_model_len "
+
+    def specs_for(per_step: Any) -> Any:
+        specs = Traffic(num_requests=requests, prompt_tokens=prompt, output_tokens=output, arrival=per_step,
+                        seed=seed).generate()
+        if mm_tokens:
+            specs = tuple(replace(s, prompt_tokens=s.prompt_tokens + mm_tokens) for s in specs)
+        kept = tuple(s for s in specs if s.prompt_tokens + s.output_tokens <= max_model_len)
+        if not kept:
+            raise UsageError(f"every simulated request is longer than max_model_len {max_model_len:,}",
+                             hint="lower --prompt-tokens / --output-tokens")
+        return kept
+
+    timing = (lambda sim: attach_timing(sim, setup.model, setup.gpu, setup.constants)) if setup.ok else None
+    traffic = Traffic(num_requests=requests, prompt_tokens=prompt, output_tokens=output, seed=seed)
+    total = len(traffic.generate())
+    run = simulate_arrivals(cfg, rate, specs_for, timing)
+    sim, timed = run.sim, run.timed
+    if sim.num_requests < total:
+        notes.append(f"{total - sim.num_requests} of {total} requests are longer than max_model_len "
                      f"{max_model_len:,}: vLLM refuses them, so they are left out")
-    if not kept:
-        raise UsageError(f"every simulated request is longer than max_model_len {max_model_len:,}",
-                         hint="lower --prompt-tokens / --output-tokens")
-    sim = simulate(cfg, kept)
+    if run.step_s is not None:
+        notes.append(f"arrivals {rate} = {run.arrival.requests_per_step:.4g} requests per scheduler step, at the "
+                     f"simulation's mean step time of {run.step_s * 1e3:.1f} ms (estimate)")
     if not sim.finished_all:
         notes.append(f"the run stopped after {sim.steps:,} steps with {sim.num_requests - sim.completed} "
                      "request(s) unfinished")
-    timed = attach_timing(sim, setup.model, setup.gpu, setup.constants) if setup.ok else None
     text = (f"{requests} requests, prompt {traffic.prompt_tokens}, output {traffic.output_tokens}"
-            + (f" + {mm_tokens:,} vision tokens" if mm_tokens else "") + f", arrival {traffic.arrival}, seed {seed}")
+            + (f" + {mm_tokens:,} vision tokens" if mm_tokens else "") + f", arrival {rate}, seed {seed}")
     return sim, timed, simulation_json(sim, timed, cfg, traffic=text, notes=tuple(notes), speed_notes=setup.notes)

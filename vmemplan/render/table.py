@@ -48,8 +48,9 @@ def memory_bar(plan: MemoryPlan, width: int = 60, columns: int = 80) -> Renderab
     entry (a label and its figure) is ever split across lines."""
     from rich.text import Text
 
-    total = plan.gpu_total_memory_bytes
     segs = segments(plan)
+    # a plan whose parts exceed the GPU (weights that do not fit) is drawn to the parts' scale
+    total = max(plan.gpu_total_memory_bytes, sum(n for _, n, _ in segs))
     text = Text()
     used_cells = 0
     width = min(width, columns)
