@@ -25,6 +25,7 @@ app = typer.Typer(
     name=PROG_NAME,
     help="Plan vLLM GPU memory before you boot a GPU.",
     no_args_is_help=True,
+    add_completion=False,  # static scripts instead (vmemplan.cli.completions): no Python per TAB
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
@@ -44,12 +45,50 @@ def _no_color(value: bool) -> None:
         os.environ["NO_COLOR"] = "1"
 
 
+def _shell(value: str | None) -> str | None:
+    from vmemplan.cli.completions import SHELLS
+    from vmemplan.errors import UsageError
+
+    if value is not None and value not in SHELLS:
+        raise UsageError(f"no completion for shell {value!r}", hint="one of: " + ", ".join(SHELLS))
+    return value
+
+
+def _show_completion(value: str | None) -> None:
+    if _shell(value):
+        from vmemplan.cli.completions import shipped_script
+
+        sys.stdout.write(shipped_script(value))  # type: ignore[arg-type]
+        raise typer.Exit()
+
+
+def _install_completion(value: str | None) -> None:
+    if _shell(value):
+        from vmemplan.cli.completions import install_path, shipped_script
+
+        path = install_path(value)  # type: ignore[arg-type]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(shipped_script(value), encoding="utf-8")  # type: ignore[arg-type]
+        sys.stdout.write(f"{value} completion installed in {path}\n")
+        if value == "zsh":
+            sys.stdout.write("add `fpath+=(~/.zfunc)` before `compinit` in ~/.zshrc if it is not there yet\n")
+        sys.stdout.write("open a new shell to use it\n")
+        raise typer.Exit()
+
+
 @app.callback()
 def _root(
     version: bool = typer.Option(False, "--version", "-V", callback=_version, is_eager=True,
                                  help="Show the version and exit."),
     no_color: bool = typer.Option(False, "--no-color", callback=_no_color, is_eager=True,
                                   help="No colour in any output (also NO_COLOR=1)."),
+    show_completion: str = typer.Option(None, "--show-completion", callback=_show_completion, is_eager=True,
+                                        metavar="SHELL", help="Print the completion script for bash, zsh or fish.",
+                                        show_default=False),
+    install_completion: str = typer.Option(None, "--install-completion", callback=_install_completion,
+                                           is_eager=True, metavar="SHELL",
+                                           help="Install the completion script for bash, zsh or fish.",
+                                           show_default=False),
 ) -> None:
     """Plan vLLM GPU memory before you boot a GPU."""
 

@@ -155,35 +155,23 @@ def model_completion(incomplete: str) -> list[str]:
 
 
 #: The shells whose completion scripts ship in ``completions/`` (and in the wheel as
-#: ``vmemplan/_completions``).
+#: ``vmemplan/_completions``); see :mod:`vmemplan.cli.completions`.
 COMPLETION_SHELLS: dict[str, str] = {"bash": "vmemplan.bash", "zsh": "vmemplan.zsh", "fish": "vmemplan.fish"}
 
 
 def completion_script(shell: str, *, prog_name: str = "vmemplan") -> str:
-    """The completion script typer would install for ``shell`` (what ``--show-completion`` prints).
+    """The static completion script for ``shell``, generated from the CLI and the registry
+    (what ``--show-completion`` prints and ``completions/`` ships)."""
+    from vmemplan.cli.completions import render
 
-    The only place vmemplan touches typer's private completion module: the scripts are fixed
-    templates that call back into ``vmemplan`` with ``_VMEMPLAN_COMPLETE`` set, so they change
-    only when typer changes them.
-    """
-    from typer._completion_shared import get_completion_script
-
-    complete_var = "_{}_COMPLETE".format(prog_name.replace("-", "_").upper())
-    return get_completion_script(prog_name=prog_name, complete_var=complete_var, shell=shell) + "\n"
+    return render(shell)
 
 
 def write_completion_files(directory: str | os.PathLike[str] | None = None) -> list[str]:
     """(Re)write ``completions/vmemplan.{bash,zsh,fish}``; returns the paths written.
 
-    ``python -c "from vmemplan.cli._common import write_completion_files as w; w()"``
+    ``python -m vmemplan.cli.completions`` does the same.
     """
-    from pathlib import Path
+    from vmemplan.cli.completions import write_files
 
-    target = Path(directory) if directory is not None else Path(__file__).resolve().parents[2] / "completions"
-    target.mkdir(parents=True, exist_ok=True)
-    written = []
-    for shell, name in COMPLETION_SHELLS.items():
-        path = target / name
-        path.write_text(completion_script(shell), encoding="utf-8")
-        written.append(str(path))
-    return written
+    return write_files(directory)
