@@ -54,11 +54,11 @@ def test_size_verdict_first_and_last_and_fits(name, args, fmt, width, runner, go
 def test_verdict_names_tokens_concurrency_and_binding_limit(runner):
     result = runner.invoke(app, [*SIZE_8B, "--quiet"])
     assert result.exit_code == 0
-    assert result.stdout == ("✔ vLLM starts: 453,168 KV tokens; 3 × 131,072-token requests at once; "
+    assert result.stdout == ("✔ vLLM starts: 453,168 KV tokens; 3 × 131,072-token requests fit; "
                              "KV cache binds\n")
     # 453,168 tokens = 28,323 blocks × 16; 131,072 tokens = 8,192 blocks: 28,322 usable // 8,192 = 3
     result = runner.invoke(app, [*SIZE_8B, "--max-model-len", "4096", "--max-num-seqs", "64", "--quiet"])
-    assert result.stdout.endswith("64 × 4,096-token requests at once; --max-num-seqs 64 binds\n")
+    assert result.stdout.endswith("64 × 4,096-token requests fit; --max-num-seqs 64 binds\n")
 
 
 def test_quiet_prints_only_the_verdict_line(runner):

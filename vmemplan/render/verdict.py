@@ -20,7 +20,7 @@ def verdict_line(h: Headline) -> str:
     if h.starts:
         limit = "KV cache binds" if h.binding == "kv_cache" else f"--max-num-seqs {h.max_num_seqs:,} binds"
         return (f"✔ vLLM starts: {h.kv_cache_tokens:,} KV tokens; {h.concurrency:,} × "
-                f"{h.context_tokens:,}-token requests at once; {limit}")
+                f"{h.context_tokens:,}-token requests fit; {limit}")
     reason = (h.reason or "a startup check fails").rstrip(".")
     extra = (f" Largest --max-model-len that fits: {h.max_model_len_that_fits:,}."
              if h.max_model_len_that_fits else "")
