@@ -202,9 +202,12 @@ def concurrency(
     else:
         assert_never(output_format)
     if not plan.verdict.starts:
+        from vmemplan.advice import find_fixes
         from vmemplan.cli._common import report as report_error
+        from vmemplan.render.hints import fix_hint
 
-        report_error(f"vLLM would not start: {plan.verdict.reason}")
+        report_error(f"vLLM would not start: {plan.verdict.reason}",
+                     hint=fix_hint(find_fixes(dict(model=model, gpu=gpu, **engine), plan)))
         raise typer.Exit(3)
     fail_gates(gates, model=model, gpu=gpu, engine=engine)
 
