@@ -151,3 +151,39 @@ def test_explain_log_check_exit_codes(runner):
     assert ok.exit_code == 0, ok.stderr
     plain = runner.invoke(app, ["explain-log", logs + "012-gpt-oss-120b-h100-gmu095-fail.log"])
     assert plain.exit_code == 0  # without --check the explanation is the product, not a verdict
+
+
+CASES = [(m, g, mml) for m in ("meta-llama/Llama-3.1-70B", "Qwen/Qwen3-32B", "meta-llama/Llama-3.1-8B")
+         for g in ("l4", "l40s", "h100") for mml in (8192, None)]
+
+
+@pytest.mark.parametrize(("model", "gpu", "max_model_len"), CASES)
+def test_every_fix_the_advice_names_starts(model, gpu, max_model_len):
+    """Property over a grid of deployments: a plan that starts gets no advice; one that does not
+    gets fixes, each of which (applied alone to the same flags) starts when re-planned, and a
+    util never above 1.0 nor above what the GPU has free."""
+    from vmemplan.advice import find_fixes, highest_util
+    from vmemplan.api import plan
+
+    flags = {"model": model, "gpu": gpu, **({"max_model_len": max_model_len} if max_model_len else {})}
+    p = plan(model, gpu=gpu, **({"max_model_len": max_model_len} if max_model_len else {}))
+    fixes = find_fixes(flags, p)
+    if p.verdict.starts:
+        assert not fixes.any
+        return
+    base = dict(flags)
+    base.pop("model"), base.pop("gpu")
+    if fixes.gpu_memory_utilization is not None:
+        assert fixes.gpu_memory_utilization <= min(1.0, highest_util(p))
+        if fixes.util_lowered:
+            base["gpu_memory_utilization"] = fixes.gpu_memory_utilization
+        else:
+            assert plan(model, gpu=gpu, **base, gpu_memory_utilization=fixes.gpu_memory_utilization).verdict.starts
+    if fixes.max_model_len:
+        assert plan(model, gpu=gpu, **{**base, "max_model_len": fixes.max_model_len}).verdict.starts
+    for name in ("tensor_parallel_size", "pipeline_parallel_size", "quantization"):
+        value = getattr(fixes, name)
+        if value is not None:
+            assert plan(model, gpu=gpu, **{**base, name: value}).verdict.starts, (name, value)
+        if name != "quantization" and value is not None and value > 2:  # the smallest that starts
+            assert not plan(model, gpu=gpu, **{**base, name: value // 2}).verdict.starts, (name, value)
