@@ -460,9 +460,6 @@ def verdict(req: ResolvedRequest, over: Overheads, bud: Budget, kv_pool: PoolPla
     if fullest.weights_bytes > requested:
         return Verdict(False, f"the weights ({format_gib(fullest.weights_bytes)} GiB per rank) do not fit the "
                               f"budget ({format_gib(requested)} GiB)")
-    if fullest.available_kv_cache_bytes <= 0 and req.kv_cache_memory_bytes is not None:
-        return Verdict(False, f"--kv-cache-memory {req.kv_cache_memory_bytes} leaves no memory for the cache "
-                              "blocks: vLLM stops with 'No available memory for the cache blocks'")
     if fullest.available_kv_cache_bytes <= 0:
         return Verdict(False, "No available memory for the cache blocks: the non-KV memory "
                               f"exceeds the budget by {format_gib(-fullest.available_kv_cache_bytes)} GiB")
@@ -564,7 +561,8 @@ def plan_memory(req: ResolvedRequest, measured: Measured | None = None) -> Memor
 def with_budget_flags(req: ResolvedRequest, *, gpu_memory_utilization: float | None = None,
                       kv_cache_memory_bytes: int | None = None) -> ResolvedRequest:
     """The request with only its budget flags changed (what ``sweep`` varies without re-planning)."""
-    changes: dict[str, Any] = {"kv_cache_memory_bytes": kv_cache_memory_bytes}
+    # vLLM tests --kv-cache-memory for truth: 0 is unset (see resolve.resolve)
+    changes: dict[str, Any] = {"kv_cache_memory_bytes": kv_cache_memory_bytes or None}
     if gpu_memory_utilization is not None:
         changes["gpu_memory_utilization"] = float(gpu_memory_utilization)
         changes["defaulted"] = tuple(d for d in req.defaulted if d != "gpu_memory_utilization")

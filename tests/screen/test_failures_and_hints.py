@@ -55,12 +55,19 @@ def test_max_model_len_failure_ends_with_vllms_message(runner):
     assert "hint: --max-model-len 25200 would fit" in result.stderr
 
 
-def test_kv_cache_memory_zero_does_not_say_zero_excess(runner):
-    result = runner.invoke(app, ["size", "meta-llama/Llama-3.1-8B", "--gpu", "h100", "--kv-cache-memory", "0"])
-    assert result.exit_code == 3
-    assert "0.0 GiB" not in result.stderr
-    assert "--kv-cache-memory 0 leaves no memory for the cache blocks" in result.stderr
-    assert "hint: give --kv-cache-memory a size" in result.stderr
+def test_kv_cache_memory_zero_is_unset_as_in_vllm(runner):
+    # vllm/v1/worker/gpu_worker.py::determine_available_memory: `if kv_cache_memory_bytes := ...`
+    # is false for 0, so the budget decides; it never reads "exceeds the budget by 0.0 GiB"
+    args = ["size", "meta-llama/Llama-3.1-8B", "--gpu", "h100"]
+    zero = runner.invoke(app, [*args, "--kv-cache-memory", "0", "--format", "json"])
+    unset = runner.invoke(app, [*args, "--format", "json"])
+    assert zero.exit_code == 0 and "0.0 GiB" not in zero.output
+    import json
+
+    z, u = json.loads(zero.stdout), json.loads(unset.stdout)
+    assert z["kv_cache"]["tokens"] == u["kv_cache"]["tokens"]
+    assert z["engine"]["kv_cache_memory_bytes"] is None
+    assert any("--kv-cache-memory 0 is treated as unset" in w for w in z["warnings"])
 
 
 @pytest.mark.parametrize("args", [
