@@ -490,7 +490,9 @@ def verdict(req: ResolvedRequest, over: Overheads, bud: Budget, kv_pool: PoolPla
     """Would vLLM start, and if not, which of its checks stops it first."""
     total, requested, pre = bud.total_bytes, bud.requested_bytes, over.pre_budget.total_bytes
     fullest = bud.fullest
-    if requested + pre > total and req.kv_cache_memory_bytes is None:
+    # vllm/v1/worker/utils.py::request_memory runs in Worker.init_device, before
+    # --kv-cache-memory is consulted: the free-memory check applies with it too (0.33.0).
+    if requested + pre > total:
         return Verdict(False, f"the budget ({format_gib(requested)} GiB) plus what vLLM holds before it "
                               f"({format_gib(pre)} GiB) exceeds the GPU's {format_gib(total)} GiB: "
                               "vLLM stops with 'Free memory on device … is less than desired GPU memory utilization'")
