@@ -107,7 +107,7 @@ def _ordered_tensors(adapter, ctx):
 def weights(cases: list[dict]) -> list[dict]:
     from vmemplan.laws import weights as wl
     from vmemplan.model_config import ModelConfig
-    from vmemplan.models.base import GraphContext
+    from vmemplan.core.graph import GraphContext
     from vmemplan.models.dense import LlamaLike, Qwen2, Qwen3
 
     classes = {"Qwen2ForCausalLM": Qwen2, "Qwen3ForCausalLM": Qwen3, "LlamaForCausalLM": LlamaLike}

@@ -37,8 +37,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from vmemplan.errors import UsageError
-from vmemplan.units import cdiv
+from vmemplan.core.errors import UsageError
+from vmemplan.core.units import cdiv
 
 __all__ = [
     "Binding",
@@ -433,7 +433,7 @@ _TOP_K_KEYS = ("num_experts_per_tok", "moe_topk", "num_experts_per_token", "top_
 def active_parameters(adapter: Any) -> tuple[int, str]:
     """Parameters one token passes through: every non-expert tensor plus ``top_k / num_experts``
     of the routed-expert tensors (tp 1).  Dense models: all parameters."""
-    from vmemplan.models.base import GraphContext
+    from vmemplan.core.graph import GraphContext
 
     cfg = adapter.config
     tensors = [t for t in adapter.weight_tensors(GraphContext(model_dtype=cfg.torch_dtype)) if t.kind != "buffer"]

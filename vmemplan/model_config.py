@@ -14,7 +14,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from vmemplan.errors import ModelConfigError
+from vmemplan.core.errors import ModelConfigError
 
 __all__ = ["ModelConfig", "DTYPE_BYTES", "dtype_bytes", "config_value_guard"]
 

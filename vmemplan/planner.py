@@ -15,7 +15,7 @@ from typing import Any
 from vmemplan.laws.budget import available_kv_cache_bytes, requested_memory_bytes
 from vmemplan.laws.weights import weight_bytes_per_rank
 from vmemplan.model_config import dtype_bytes
-from vmemplan.models.base import GraphContext
+from vmemplan.core.graph import GraphContext
 from vmemplan.resolve import ResolvedRequest
 from vmemplan.result import (
     KvCacheSummary,
@@ -25,7 +25,7 @@ from vmemplan.result import (
     Provenance,
     Verdict,
 )
-from vmemplan.units import format_gib
+from vmemplan.core.units import format_gib
 
 __all__ = ["plan_memory"]
 
@@ -108,7 +108,7 @@ def activation_intermediate_buffers(cost: Any, version: str, engine: str) -> flo
 
 
 def _version_tuple(version: str) -> tuple[int, ...] | None:
-    from vmemplan.rules import parse_version
+    from vmemplan.core.version import parse_version
 
     try:
         return parse_version(version)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from vmemplan.errors import RegistryInvalid, UnknownGpu
+from vmemplan.core.errors import RegistryInvalid, UnknownGpu
 
 if TYPE_CHECKING:
     from vmemplan.laws.overhead import CostModel

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from vmemplan.errors import UsageError
+from vmemplan.core.errors import UsageError
 
 if TYPE_CHECKING:
     from vmemplan.model_config import ModelConfig
@@ -146,7 +146,7 @@ def resolve(inputs: PlanInputs, *, registry: Registry | None = None, source: Mod
         # The drafter's config.json is resolved like the target's.
         from dataclasses import replace
 
-        from vmemplan.errors import VmemplanError
+        from vmemplan.core.errors import VmemplanError
         from vmemplan.model_config import ModelConfig
 
         try:
@@ -234,7 +234,7 @@ def _resolve_with(inputs: PlanInputs, *, registry: Registry, source: ModelSource
             f"--max-num-batched-tokens {mnbt} is smaller than --max-model-len {max_model_len}",
             hint="without chunked prefill this release needs max_num_batched_tokens >= max_model_len",
         )
-    from vmemplan.models.base import GraphContext
+    from vmemplan.core.graph import GraphContext
 
     adapter.validate_parallel(GraphContext(tensor_parallel_size=tp, pipeline_parallel_size=pp))
     if pp > config.num_hidden_layers:

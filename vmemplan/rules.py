@@ -17,7 +17,6 @@ Nothing here imports vLLM; the rules are restated from reading the release wheel
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any, Generic, Literal, Mapping, Sequence, TypeVar
 
@@ -31,7 +30,9 @@ from pydantic import (
     model_validator,
 )
 
-from vmemplan.errors import RegistryInvalid, UsageError
+from vmemplan.core.errors import RegistryInvalid, UsageError
+from vmemplan.core.units import format_gib
+from vmemplan.core.version import VERSION_HINT, parse_version
 
 __all__ = [
     "GIB_BYTES",
@@ -44,13 +45,11 @@ __all__ = [
     "KvCacheRules",
     "LogFormats",
     "RulesPack",
-    "parse_version",
     "format_version",
     "parse_rules_pack",
     "load_rules_packs",
     "select_pack",
     "supported_range",
-    "format_gib",
     "render_log_line",
 ]
 
@@ -589,36 +588,6 @@ class RulesPack(_Frozen):
 # Versions
 # --------------------------------------------------------------------------------------
 
-_VERSION_RE = re.compile(
-    r"""^\s*v?
-    (?P<release>\d+(?:\.\d+)*)
-    (?P<wild>\.[x*])?
-    (?:[-_.]?(?P<pre>a|b|rc|alpha|beta|c)[-_.]?(?P<pre_n>\d*))?
-    (?:[-_.]?post[-_.]?(?P<post>\d*))?
-    (?:[-_.]?dev[-_.]?(?P<dev>\d*))?
-    (?:\+(?P<local>[A-Za-z0-9]+(?:[-_.][A-Za-z0-9]+)*))?
-    \s*$""",
-    re.VERBOSE | re.IGNORECASE,
-)
-
-
-def parse_version(text: str) -> tuple[int, ...]:
-    """Parse a vLLM version string into a comparable release tuple.
-
-    Accepts a ``v`` prefix, PEP 440 pre/post/dev segments (``rc1``, ``.post1``,
-    ``.dev169``) and a ``+local`` label (``+g7d9f6663a``, ``+faa43dbf.nv26.01``), and a
-    trailing ``.x`` wildcard (``0.19.x``).  Only the numeric release segment is returned
-    (``"0.8.5.dev169+gce17db808"`` -> ``(0, 8, 5)``): a pre-release of X belongs to X's
-    line.  Raises :class:`~vmemplan.errors.UsageError` for anything else.
-    """
-    if not isinstance(text, str):
-        raise UsageError(f"not a vLLM version: {text!r}", hint=_range_hint())
-    match = _VERSION_RE.match(text)
-    if match is None:
-        raise UsageError(f"not a vLLM version: {text!r}", hint=_range_hint())
-    return tuple(int(part) for part in match.group("release").split("."))
-
-
 def format_version(key: Sequence[int]) -> str:
     return ".".join(str(part) for part in key)
 
@@ -649,10 +618,6 @@ def _parse_for_schema(text: str) -> tuple[int, ...]:
         raise ValueError(f"not a version number: {text!r}") from None
 
 
-def _range_hint() -> str:
-    return "use a release number such as 0.11.0, v0.33.0 or 0.8.5.post1"
-
-
 def supported_range(packs: Sequence[RulesPack]) -> str:
     """``"0.5.0 to 0.33.0 and newer"``-style text for hints."""
     if not packs:
@@ -681,7 +646,7 @@ def select_pack(
       (e.g. 0.34.0 against a pack read from 0.33.0) gets that pack plus a warning.
     * Older than the oldest / newer than a closed newest range: the nearest pack plus a
       warning string.  (The newest pack is normally open-ended.)
-    * A malformed version raises :class:`~vmemplan.errors.UsageError` whose hint lists the
+    * A malformed version raises :class:`~vmemplan.core.errors.UsageError` whose hint lists the
       supported range.
     """
     if not packs:
@@ -751,7 +716,7 @@ def _describe_errors(label: str, exc: ValidationError) -> list[str]:
 def parse_rules_pack(mapping: Mapping[str, Any], *, label: str = "<rules pack>") -> RulesPack:
     """Validate one already-loaded mapping into a :class:`RulesPack` (pure).
 
-    Raises :class:`~vmemplan.errors.RegistryInvalid` whose message has one
+    Raises :class:`~vmemplan.core.errors.RegistryInvalid` whose message has one
     ``"<label>: <field path>: <problem>"`` line per problem.
     """
     if not isinstance(mapping, Mapping):
@@ -766,7 +731,7 @@ def load_rules_packs(directory: Path) -> tuple[RulesPack, ...]:
     """Read and validate every ``*.yaml`` in ``directory``, sorted by ``min_version``.
 
     All problems in all files are collected into one
-    :class:`~vmemplan.errors.RegistryInvalid` (no file is skipped).  Besides schema errors
+    :class:`~vmemplan.core.errors.RegistryInvalid` (no file is skipped).  Besides schema errors
     this checks that the file name equals the pack id, that ids are unique, and that the
     version ranges of default packs do not overlap.
     """
@@ -825,16 +790,6 @@ def load_rules_packs(directory: Path) -> tuple[RulesPack, ...]:
 # --------------------------------------------------------------------------------------
 # Log rendering helpers
 # --------------------------------------------------------------------------------------
-
-
-def format_gib(n_bytes: int) -> str:
-    """Bytes as GiB the way vLLM's ``format_gib`` prints them.
-
-    ``str(round(n_bytes / 2**30, 2))``: Python rounding to 2 decimals, so trailing zeros are
-    dropped (``56.3``, not ``56.30``; ``16.0`` stays ``16.0``).
-    Mirrors vllm/utils/mem_utils.py::format_gib (0.33.0).
-    """
-    return f"{round(n_bytes / GIB_BYTES, 2)}"
 
 
 def render_log_line(fmt: str, *args: object) -> str:

@@ -10,7 +10,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vmemplan.errors import RegistryInvalid, UsageError
+from vmemplan.core.errors import RegistryInvalid, UsageError
 from vmemplan.laws.overhead import (
     CudaGraphConstants,
     CudaGraphFamily,

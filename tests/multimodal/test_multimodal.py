@@ -10,11 +10,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from vmemplan.errors import UsageError
+from vmemplan.core.errors import UsageError
 from vmemplan.laws import multimodal as mm
 from vmemplan.laws.weights import weight_bytes_per_rank
 from vmemplan.model_config import ModelConfig
-from vmemplan.models.base import GraphContext, adapter_for
+from vmemplan.models.base import adapter_for
+from vmemplan.core.graph import GraphContext
 from vmemplan.models.multimodal import Llava, Mllama, Mistral3, Qwen2_5_VL, Qwen3_VL, qwen2_5_vl_tower
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -295,7 +296,7 @@ def test_mllama_weights_log_010():
 
 def test_mllama_kv_specs_cross_attention():
     from vmemplan.laws.kv_pool import PoolContext
-    from vmemplan.laws.kv_specs import CrossAttentionSpec, FullAttentionSpec
+    from vmemplan.core.kv_specs import CrossAttentionSpec, FullAttentionSpec
 
     a = Mllama(_cfg("tests/fixtures/configs/mm/meta-llama--Llama-3.2-11B-Vision.json"))
     specs = a.kv_cache_specs(GraphContext())

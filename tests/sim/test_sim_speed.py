@@ -7,7 +7,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vmemplan.errors import RegistryInvalid, UsageError
+from vmemplan.core.errors import RegistryInvalid, UsageError
 from vmemplan.sim.scheduler import SimConfig, simulate
 from vmemplan.sim.speed import (
     GpuSpeed,

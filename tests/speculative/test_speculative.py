@@ -10,12 +10,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from vmemplan.errors import UsageError
+from vmemplan.core.errors import UsageError
 from vmemplan.laws import speculative as sp
 from vmemplan.laws.kv_pool import PoolContext, plan_pool
 from vmemplan.laws.weights import weight_bytes_per_rank
 from vmemplan.model_config import ModelConfig
-from vmemplan.models.base import GraphContext, adapter_for
+from vmemplan.models.base import adapter_for
+from vmemplan.core.graph import GraphContext
 
 ROOT = Path(__file__).resolve().parents[2]
 GIB = 1 << 30

@@ -20,9 +20,10 @@ from __future__ import annotations
 import pytest
 
 from vmemplan.laws.kv_pool import PoolContext, plan_pool
-from vmemplan.laws.kv_specs import ChunkedLocalAttentionSpec, FullAttentionSpec, SlidingWindowSpec
+from vmemplan.core.kv_specs import ChunkedLocalAttentionSpec, FullAttentionSpec, SlidingWindowSpec
 from vmemplan.model_config import ModelConfig
-from vmemplan.models import GraphContext, adapter_for
+from vmemplan.models import adapter_for
+from vmemplan.core.graph import GraphContext
 from vmemplan.models.windowed import gemma3_text_defaults
 
 GIB = 1 << 30

@@ -7,10 +7,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from vmemplan.errors import UsageError
+from vmemplan.core.errors import UsageError
 from vmemplan.laws.weights import weight_bytes_per_rank
 from vmemplan.model_config import ModelConfig
-from vmemplan.models import GraphContext, adapter_for
+from vmemplan.models import adapter_for
+from vmemplan.core.graph import GraphContext
 from vmemplan.models.windowed import (
     Gemma2,
     Gemma3,

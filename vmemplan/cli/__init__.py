@@ -1,7 +1,7 @@
 """The command line: a table of contents.  Each command lives in its own module.
 
 :func:`main` is the console entry point and the one place that turns every way a run can end
-into the documented exit code (see :class:`vmemplan.errors.ExitCode`): an expected failure
+into the documented exit code (see :class:`vmemplan.core.errors.ExitCode`): an expected failure
 becomes one ``error:`` line (plus a ``hint:`` line) on stderr, a bad flag becomes exit 2 in the
 same format, Ctrl-C becomes 130, and anything else is a bug (exit 1) whose traceback is shown
 only with ``VMEMPLAN_DEBUG=1``.
@@ -95,7 +95,7 @@ def main(argv: list[str] | None = None) -> None:
     ``VMEMPLAN_DEBUG=1`` prints the traceback of any failure (expected or not) before the
     usual lines; the exit code stays the documented one.
     """
-    from vmemplan.errors import ExitCode, VmemplanError
+    from vmemplan.core.errors import ExitCode, VmemplanError
 
     try:
         code = app(args=argv, prog_name=PROG_NAME, standalone_mode=False)

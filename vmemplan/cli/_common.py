@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 import typer
 
-from vmemplan.errors import ExitCode, UsageError, VmemplanError
+from vmemplan.core.errors import ExitCode, UsageError, VmemplanError
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -13,7 +13,7 @@ from vmemplan.cli._options import (
     NoColorOpt, OutputTokensOpt, PromptTokensOpt, ReferenceTokensOpt, RequestsOpt, SeedOpt, SimulateOpt,
     VideoFramesOpt, VideosOpt, VideoSizeOpt, with_engine_flags,
 )
-from vmemplan.errors import TargetNotMet, UsageError
+from vmemplan.core.errors import TargetNotMet, UsageError
 
 
 def parse_size(text: str, what: str) -> tuple[int, int]:

@@ -12,7 +12,7 @@ import typer
 
 from vmemplan.cli._common import emit, reports_errors
 from vmemplan.cli._options import NoColorOpt, OnlineOpt, VersionOpt, WhatIfOpt
-from vmemplan.errors import BadInput, BadLog
+from vmemplan.core.errors import BadInput, BadLog
 
 __all__ = ["explain_log", "read_log_input", "ExplainFormat"]
 
@@ -129,7 +129,7 @@ def explain_log(
     registry = load_registry()
     gpu_obj = registry.gpu(gpu) if gpu else None
     if vllm_version:
-        from vmemplan.rules import parse_version
+        from vmemplan.core.version import parse_version
 
         parse_version(vllm_version)
     reports = explain_startups(startups, registry=registry, changes=changes, model=model, allow_hub=online,

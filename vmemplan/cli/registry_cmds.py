@@ -21,7 +21,7 @@ def gpus(
         vmemplan gpus --format json
     """
     from vmemplan.registry import load_registry
-    from vmemplan.units import GIB
+    from vmemplan.core.units import GIB
 
     reg = load_registry()
     if output_format == "json":

@@ -11,7 +11,7 @@ from vmemplan.cli._options import (
     ChartOpt, ChartXOpt, MinConcurrencyOpt, MinKvTokensOpt, ModelArg, NoColorOpt, SolveOpt, VaryOpt,
     with_engine_flags,
 )
-from vmemplan.errors import TargetNotMet, UsageError
+from vmemplan.core.errors import TargetNotMet, UsageError
 
 
 @reports_errors
@@ -47,7 +47,7 @@ def sweep(
     from vmemplan.sources import load_model_source
     from vmemplan.sweep import OUTPUTS, SweepEvaluator, Target, flag_spec, parse_vary, run_sweep
     from vmemplan.sweep import solve as solve_grid
-    from vmemplan.units import parse_bytes
+    from vmemplan.core.units import parse_bytes
 
     if output_format not in ("table", "csv", "json"):
         raise UsageError(f"--format {output_format!r}: sweep writes table, csv or json")

@@ -29,6 +29,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
+from vmemplan.core.version import version_tuple_or_none
 from vmemplan.explain.parse import FIGURE_JSON_KEYS, GIB, Figures, LogLine, Startup, half_unit_bytes
 
 __all__ = [
@@ -184,23 +185,6 @@ def _bs(f: Figures) -> tuple[int, bool]:
     if f.block_size:
         return f.block_size, True
     return DEFAULT_BLOCK_SIZE, False
-
-
-def _version_tuple(v: str | None) -> tuple[int, ...] | None:
-    if not v:
-        return None
-    parts: list[int] = []
-    for piece in v.split(".")[:3]:
-        digits = ""
-        for ch in piece:
-            if ch.isdigit():
-                digits += ch
-            else:
-                break
-        if not digits:
-            break
-        parts.append(int(digits))
-    return tuple(parts) if parts else None
 
 
 # --------------------------------------------------------------------------------------------
@@ -379,8 +363,8 @@ def _check_bytes_per_token(s: Startup, f: Figures, bpt: int, rank: int | None) -
         detail = f"{head} = {lo_blocks * bs:,}..{hi_blocks * bs:,} tokens; log says {T:,} tokens"
         if ok:
             detail += " - agrees within the rounding of the printed GiB"
-        elif _hybrid(s) or (s.figures.max_concurrency is not None and _version_tuple(s.vllm_version) is not None
-                            and _version_tuple(s.vllm_version) >= (0, 21)):
+        elif _hybrid(s) or (s.figures.max_concurrency is not None and version_tuple_or_none(s.vllm_version) is not None
+                            and version_tuple_or_none(s.vllm_version) >= (0, 21)):
             detail += (" - differs: for hybrid / sliding-window models vLLM >= 0.21 prints tokens as"
                        " concurrency x max_model_len, not bytes / bytes-per-token")
         else:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath, PureWindowsPath
 from typing import TYPE_CHECKING, Any
 
-from vmemplan.errors import VmemplanError
+from vmemplan.core.errors import VmemplanError
 
 if TYPE_CHECKING:
     from vmemplan.model_config import ModelConfig
@@ -180,7 +180,7 @@ def model_figures(link: ModelLink, *, tensor_parallel_size: int, kv_cache_dtype:
     """
     from vmemplan.laws.kv_pool import UngroupableSpecs, plan_pool, plan_pool_ungrouped
     from vmemplan.laws.weights import weight_bytes_per_rank
-    from vmemplan.models.base import GraphContext
+    from vmemplan.core.graph import GraphContext
 
     ctx = GraphContext(tensor_parallel_size=tensor_parallel_size, pipeline_parallel_size=pipeline_parallel_size,
                        block_size=block_size, cache_dtype=kv_cache_dtype, model_dtype=model_dtype,

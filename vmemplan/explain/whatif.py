@@ -33,7 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from vmemplan.errors import RegistryInvalid, UsageError, VmemplanError
+from vmemplan.core.errors import RegistryInvalid, UsageError, VmemplanError
 from vmemplan.explain.parse import GIB, Figures, Startup
 
 if TYPE_CHECKING:
@@ -127,7 +127,7 @@ def _convert(key: str, value: str, kind: type) -> Any:
     if key == "kv-cache-dtype" and value not in _KV_DTYPES:
         raise UsageError(f"--what-if kv-cache-dtype={value!r}: unknown", hint="one of " + ", ".join(_KV_DTYPES))
     if key == "vllm-version":
-        from vmemplan.rules import parse_version
+        from vmemplan.core.version import parse_version
 
         parse_version(value)
     return value
@@ -299,7 +299,7 @@ def _era_version(cost: Any, version: str, rules: RulesPack) -> str:
 def _activation(link: ModelLink, s: _Setting, cost: Any) -> int:
     from vmemplan.laws import activation as act_law
     from vmemplan.model_config import dtype_bytes
-    from vmemplan.models.base import GraphContext
+    from vmemplan.core.graph import GraphContext
 
     cfg, adapter = link.config, link.adapter
     ctx = GraphContext(tensor_parallel_size=s.tp, pipeline_parallel_size=s.pp, block_size=s.block_size,
@@ -339,7 +339,7 @@ def _cuda_graph(link: ModelLink | None, s: _Setting, cost: Any) -> int:
 
 def _model_weights(link: ModelLink, s: _Setting) -> int:
     from vmemplan.laws.weights import weight_bytes_per_rank
-    from vmemplan.models.base import GraphContext
+    from vmemplan.core.graph import GraphContext
 
     ctx = GraphContext(tensor_parallel_size=s.tp, pipeline_parallel_size=s.pp, model_dtype=s.dtype,
                        cache_dtype=s.kv_cache_dtype, block_size=s.block_size)
@@ -358,7 +358,7 @@ def _pool_context(s: _Setting, max_model_len: int) -> Any:
 
 def _model_pool(link: ModelLink, s: _Setting, available: int) -> Any:
     from vmemplan.laws.kv_pool import UngroupableSpecs, plan_pool, plan_pool_ungrouped
-    from vmemplan.models.base import GraphContext
+    from vmemplan.core.graph import GraphContext
 
     L = s.max_model_len or link.adapter.derived_max_model_len()
     ctx = GraphContext(tensor_parallel_size=s.tp, pipeline_parallel_size=s.pp, block_size=s.block_size,
@@ -798,7 +798,7 @@ def header_hints(header: Mapping[str, Any] | None, registry: Registry) -> dict[s
     out: dict[str, Any] = {}
     if not header:
         return out
-    from vmemplan.rules import parse_version
+    from vmemplan.core.version import parse_version
 
     ver = header.get("vllm_version")
     if ver not in (None, "", "null"):

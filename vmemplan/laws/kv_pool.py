@@ -22,22 +22,9 @@ from dataclasses import dataclass, field, fields, replace
 from fractions import Fraction
 from typing import Literal, Mapping, Sequence
 
-from vmemplan.errors import BadInput, UsageError
-from vmemplan.laws.kv_specs import (
-    ChunkedLocalAttentionSpec,
-    CircularBufferSpec,
-    CrossAttentionSpec,
-    EncoderOnlyAttentionSpec,
-    FullAttentionSpec,
-    MambaSpec,
-    MLAAttentionSpec,
-    SlidingWindowMLASpec,
-    SlidingWindowSpec,
-    Spec,
-    UniformTypeKVCacheSpecs,
-    cdiv,
-    round_up,
-)
+from vmemplan.core.errors import BadInput, UsageError
+from vmemplan.core.units import cdiv, round_up
+from vmemplan.core.kv_specs import ChunkedLocalAttentionSpec, CircularBufferSpec, CrossAttentionSpec, EncoderOnlyAttentionSpec, FullAttentionSpec, MambaSpec, MLAAttentionSpec, SlidingWindowMLASpec, SlidingWindowSpec, Spec, UniformTypeKVCacheSpecs
 
 __all__ = [
     "PoolContext",

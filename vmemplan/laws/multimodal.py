@@ -26,7 +26,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from vmemplan.errors import UsageError
+from vmemplan.core.errors import UsageError
 
 __all__ = [
     "DEFAULT_MM_LIMIT",

@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from vmemplan.errors import RegistryInvalid, UsageError
+from vmemplan.core.errors import RegistryInvalid, UsageError
 from vmemplan.laws.activation import ActivationConstants
 
 __all__ = [
@@ -478,7 +478,7 @@ def parse_vllm_version(text: str) -> tuple[int, int, int]:
 def parse_cost_model(mapping: Mapping[str, Any]) -> CostModel:
     """Validate the parsed ``cost_model.yaml`` mapping into a frozen :class:`CostModel`.
 
-    Raises :class:`vmemplan.errors.RegistryInvalid` (never a pydantic traceback) when a key is
+    Raises :class:`vmemplan.core.errors.RegistryInvalid` (never a pydantic traceback) when a key is
     missing, unknown, of the wrong type, or a constant lacks its ``source``/``obtained`` text.
     """
     if not isinstance(mapping, Mapping):

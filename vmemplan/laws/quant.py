@@ -2,7 +2,7 @@
 
 Each scheme implements the ``WeightScheme`` protocol of :mod:`vmemplan.laws.weights`
 (``name``, ``tensor_bytes``) and its ``tensor_parts`` extension: for one allocation unit of a
-:class:`~vmemplan.models.base.WeightTensor` (one layer's linear, or one layer's fused experts)
+:class:`~vmemplan.core.graph.WeightTensor` (one layer's linear, or one layer's fused experts)
 the list of separate tensors vLLM holds — packed weight, scales, zero points, group indices —
 so that the weights law can round each one as the CUDA allocator does.
 
@@ -49,8 +49,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from vmemplan.errors import ModelConfigError, UsageError
-from vmemplan.models.base import WeightTensor
+from vmemplan.core.errors import ModelConfigError, UsageError
+from vmemplan.core.graph import WeightTensor
 
 __all__ = [
     "QuantScheme",

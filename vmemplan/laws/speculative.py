@@ -29,11 +29,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from vmemplan.errors import UsageError
+from vmemplan.core.errors import UsageError
 
 if TYPE_CHECKING:
     from vmemplan.model_config import ModelConfig
-    from vmemplan.models.base import GraphContext, WeightTensor
+    from vmemplan.core.graph import GraphContext, WeightTensor
 
 __all__ = [
     "KV_FREE_METHODS",
@@ -278,8 +278,8 @@ def drafter_weight_tensors(spec: SpeculativeConfig | None, target: ModelConfig, 
     * MTP, ngram, suffix, custom: none here (MTP layers belong to the target adapter).
     Only the last pipeline stage holds a drafter (vLLM runs it with the sampler).
     """
-    from vmemplan.models.base import GraphContext as _Ctx
-    from vmemplan.models.base import WeightTensor
+    from vmemplan.core.graph import GraphContext as _Ctx
+    from vmemplan.core.graph import WeightTensor
     from vmemplan.models.dense import pad_vocab
 
     if spec is None or spec.method in KV_FREE_METHODS or spec.method == "mtp":
@@ -350,7 +350,7 @@ def drafter_kv_specs(spec: SpeculativeConfig | None, target: ModelConfig, ctx: G
     MTP (the target adapter lists its MTP layers).  A draft model contributes its own adapter's
     specs under a ``draft_model.`` prefix.
     """
-    from vmemplan.laws.kv_specs import FullAttentionSpec, kv_dtype_bytes
+    from vmemplan.core.kv_specs import FullAttentionSpec, kv_dtype_bytes
     from vmemplan.model_config import dtype_bytes
 
     if spec is None or not spec.adds_kv or spec.method == "mtp":
@@ -358,7 +358,7 @@ def drafter_kv_specs(spec: SpeculativeConfig | None, target: ModelConfig, ctx: G
     if ctx.pipeline_rank != ctx.pipeline_parallel_size - 1:
         return {}
     if spec.method == "draft_model":
-        from vmemplan.models.base import GraphContext as _Ctx
+        from vmemplan.core.graph import GraphContext as _Ctx
         from vmemplan.models.base import adapter_for
 
         d = _draft_cfg(spec, target, draft)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from vmemplan.model_config import dtype_bytes
-from vmemplan.models.base import WeightTensor
+from vmemplan.core.graph import WeightTensor
 
 __all__ = [
     "WeightScheme",

@@ -18,8 +18,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from vmemplan.errors import UsageError
-from vmemplan.models.base import Adapter, GraphContext, WeightTensor, register
+from vmemplan.core.errors import UsageError
+from vmemplan.models.base import Adapter, register
+from vmemplan.core.graph import GraphContext, WeightTensor
 from vmemplan.models.dense import pad_vocab, pp_layer_range
 
 __all__ = [
@@ -475,7 +476,7 @@ class DeepseekMLA(Adapter):
         return range(start, end)
 
     def _mla_spec(self, ctx: GraphContext, cache_dtype: str, alignment: int | None = None):
-        from vmemplan.laws.kv_specs import MLAAttentionSpec, kv_dtype_bytes
+        from vmemplan.core.kv_specs import MLAAttentionSpec, kv_dtype_bytes
         from vmemplan.model_config import dtype_bytes
 
         nbytes = kv_dtype_bytes(cache_dtype, dtype_bytes(ctx.model_dtype))
@@ -584,9 +585,9 @@ class DeepseekV32(DeepseekMLA):
         Mirrors MLAAttention.get_kv_cache_spec plus the backend's customize_spec, and
         DeepseekV32IndexerCache.get_kv_cache_spec (0.33.0).  ``ctx.cache_dtype`` must be
         the resolved one (see :meth:`resolve_cache_dtype`)."""
-        from vmemplan.laws.kv_specs import MLAAttentionSpec
+        from vmemplan.core.kv_specs import MLAAttentionSpec
 
-        from vmemplan.laws.kv_specs import kv_dtype_bytes, mla_record_bytes
+        from vmemplan.core.kv_specs import kv_dtype_bytes, mla_record_bytes
         from vmemplan.model_config import dtype_bytes
 
         choice = self.backend(ctx)  # block validity is resolve_block_size's job

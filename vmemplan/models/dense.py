@@ -13,13 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from vmemplan.models.base import (
-    Adapter,
-    GraphContext,
-    WeightTensor,
-    register,
-    rope_cache_positions,
-)
+from vmemplan.models.base import Adapter, register, rope_cache_positions
+from vmemplan.core.graph import GraphContext, WeightTensor
 
 __all__ = ["LlamaLike", "Qwen2", "Qwen3", "GenericDecoder", "pad_vocab", "pp_layer_range"]
 
@@ -151,7 +146,7 @@ class LlamaLike(Adapter):
         (0.33.0): ``FullAttentionSpec`` with the per-rank KV heads and head size, or
         ``SlidingWindowSpec`` when the layer has a window.
         """
-        from vmemplan.laws.kv_specs import FullAttentionSpec, SlidingWindowSpec, kv_dtype_bytes
+        from vmemplan.core.kv_specs import FullAttentionSpec, SlidingWindowSpec, kv_dtype_bytes
         from vmemplan.model_config import dtype_bytes
 
         cfg = self.config

@@ -23,8 +23,9 @@ import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from vmemplan.errors import UsageError
-from vmemplan.models.base import Adapter, GraphContext, WeightTensor
+from vmemplan.core.errors import UsageError
+from vmemplan.models.base import Adapter
+from vmemplan.core.graph import GraphContext, WeightTensor
 
 __all__ = [
     "StateTensor",
@@ -378,7 +379,7 @@ class HybridAdapter(Adapter):
         return sum(1 for k in self.layer_kinds() if k in ("attention", "mla", "attention+mamba"))
 
     def _cache_dtype(self, ctx: GraphContext) -> tuple[str, int]:
-        from vmemplan.laws.kv_specs import kv_dtype_bytes
+        from vmemplan.core.kv_specs import kv_dtype_bytes
         from vmemplan.model_config import dtype_bytes
 
         nbytes = kv_dtype_bytes(ctx.cache_dtype, dtype_bytes(ctx.model_dtype))
@@ -386,7 +387,7 @@ class HybridAdapter(Adapter):
         return name, nbytes
 
     def _attention_spec(self, ctx: GraphContext, block_size: int):
-        from vmemplan.laws.kv_specs import FullAttentionSpec, MLAAttentionSpec
+        from vmemplan.core.kv_specs import FullAttentionSpec, MLAAttentionSpec
 
         name, nbytes = self._cache_dtype(ctx)
         if self.uses_mla:
@@ -486,7 +487,7 @@ class HybridAdapter(Adapter):
         and vllm/model_executor/layers/attention/attention.py::Attention.get_kv_cache_spec
         (0.33.0).
         """
-        from vmemplan.laws.kv_specs import MambaSpec
+        from vmemplan.core.kv_specs import MambaSpec
 
         kinds = self.layer_kinds()
         start, end = self.layer_range(ctx)

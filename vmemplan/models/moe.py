@@ -24,7 +24,8 @@ import math
 from typing import Any
 
 from vmemplan.laws.moe import ExpertPlacement, eplb_state_bytes, expert_placement
-from vmemplan.models.base import GraphContext, WeightTensor, register
+from vmemplan.models.base import register
+from vmemplan.core.graph import GraphContext, WeightTensor
 from vmemplan.models.dense import LlamaLike
 
 __all__ = ["MoEDecoder", "Mixtral", "Qwen2Moe", "Qwen3Moe", "PhiMoE", "Glm4Moe", "MiniMaxM2"]

@@ -24,9 +24,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from vmemplan.errors import ModelConfigError, UsageError
+from vmemplan.core.errors import ModelConfigError, UsageError
 from vmemplan.laws import multimodal as mm_law
-from vmemplan.models.base import GraphContext, WeightTensor, register
+from vmemplan.models.base import register
+from vmemplan.core.graph import GraphContext, WeightTensor
 from vmemplan.models.dense import LlamaLike, Qwen2, Qwen3, pad_vocab
 
 __all__ = [
@@ -635,7 +636,7 @@ class Mllama(VisionEncoderMixin, LlamaLike):
     def kv_cache_specs(self, ctx: GraphContext) -> dict[str, Any]:
         """Self-attention layers: FullAttentionSpec; cross-attention layers: CrossAttentionSpec
         (cached encoder tokens, ``cdiv(max_num_encoder_input_tokens, block)`` pages)."""
-        from vmemplan.laws.kv_specs import CrossAttentionSpec, FullAttentionSpec, kv_dtype_bytes
+        from vmemplan.core.kv_specs import CrossAttentionSpec, FullAttentionSpec, kv_dtype_bytes
         from vmemplan.model_config import dtype_bytes
 
         cfg = self.config

@@ -20,8 +20,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from vmemplan.errors import UnsupportedArchitecture, UsageError
-from vmemplan.models.base import GraphContext, WeightTensor, register
+from vmemplan.core.errors import UnsupportedArchitecture, UsageError
+from vmemplan.models.base import register
+from vmemplan.core.graph import GraphContext, WeightTensor
 from vmemplan.models.dense import LlamaLike, pad_vocab
 
 __all__ = ["DeciLM", "ffn_mult_to_intermediate_size", "BlockShape"]
@@ -182,7 +183,7 @@ class DeciLM(LlamaLike):
         per-rank KV heads ``max(1, kv // tp)``; no-op layers own none.  Different head
         counts give different pages, so vLLM bundles them in one
         ``UniformTypeKVCacheSpecs`` group (page = sum)."""
-        from vmemplan.laws.kv_specs import FullAttentionSpec, kv_dtype_bytes
+        from vmemplan.core.kv_specs import FullAttentionSpec, kv_dtype_bytes
         from vmemplan.model_config import dtype_bytes
 
         cfg = self.config

@@ -28,8 +28,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from vmemplan.errors import UsageError
-from vmemplan.models.base import Adapter, GraphContext, WeightTensor, register
+from vmemplan.core.errors import UsageError
+from vmemplan.models.base import Adapter, register
+from vmemplan.core.graph import GraphContext, WeightTensor
 from vmemplan.models.dense import LlamaLike, pad_vocab, pp_layer_range
 
 __all__ = [
@@ -166,7 +167,7 @@ def _check_heads(num_heads: int, num_kv_heads: int, tp: int) -> None:
 
 
 def _cache_dtype_and_bytes(ctx: GraphContext) -> tuple[str, int]:
-    from vmemplan.laws.kv_specs import kv_dtype_bytes
+    from vmemplan.core.kv_specs import kv_dtype_bytes
     from vmemplan.model_config import dtype_bytes
 
     nbytes = kv_dtype_bytes(ctx.cache_dtype, dtype_bytes(ctx.model_dtype))
@@ -180,7 +181,7 @@ def _attention_spec(ctx: GraphContext, *, num_kv_heads: int, head_size: int, win
     ``ChunkedLocalAttention``, else ``FullAttentionSpec``.  The window layer's block size is
     the primary block size (``_largest_kernel_block_within`` picks it whenever the backend
     runs it; the page unification then scales it if pages differ)."""
-    from vmemplan.laws.kv_specs import ChunkedLocalAttentionSpec, FullAttentionSpec, SlidingWindowSpec
+    from vmemplan.core.kv_specs import ChunkedLocalAttentionSpec, FullAttentionSpec, SlidingWindowSpec
 
     cache_dtype, nbytes = _cache_dtype_and_bytes(ctx)
     common = dict(block_size=ctx.block_size, num_kv_heads=num_kv_heads, head_size=head_size,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from vmemplan.units import GIB
+from vmemplan.core.units import GIB
 
 if TYPE_CHECKING:
     from rich.console import RenderableType

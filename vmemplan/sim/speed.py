@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, Literal, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from vmemplan.errors import RegistryInvalid, UsageError
+from vmemplan.core.errors import RegistryInvalid, UsageError
 
 if TYPE_CHECKING:
     from vmemplan.sim.scheduler import Percentiles, SimResult
@@ -96,7 +96,7 @@ def parse_speed_constants(mapping: Mapping[str, Any]) -> SpeedConstants:
     """Build :class:`SpeedConstants` from the parsed content of ``registry/speed.yaml``.
 
     Expected shape: ``{"schema_version": 1, "constants": {NAME: {"value": V, "source": TEXT}}}``.
-    Pure (no file access).  Raises :class:`~vmemplan.errors.RegistryInvalid` on anything else.
+    Pure (no file access).  Raises :class:`~vmemplan.core.errors.RegistryInvalid` on anything else.
     """
     hint = "see registry/speed.yaml: constants: NAME: {value: ..., source: ...}"
     if not isinstance(mapping, Mapping):

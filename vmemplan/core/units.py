@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import re
 
-__all__ = ["GIB", "MIB", "KIB", "GB", "gib", "format_gib", "parse_bytes", "cdiv"]
+__all__ = ["GIB", "MIB", "KIB", "GB", "gib", "format_gib", "parse_bytes", "cdiv", "round_up"]
 
 KIB = 1 << 10
 MIB = 1 << 20
@@ -20,6 +20,11 @@ GB = 10**9
 def cdiv(a: int, b: int) -> int:
     """Ceiling division of integers, as vLLM's ``cdiv``."""
     return -(-a // b)
+
+
+def round_up(x: int, multiple: int) -> int:
+    """Smallest multiple of ``multiple`` that is >= ``x`` (``vllm/utils/math_utils.py::round_up``)."""
+    return cdiv(x, multiple) * multiple
 
 
 def gib(n_bytes: int | float) -> float:
