@@ -129,7 +129,7 @@ def default_registry_dir() -> Path:
                 hint="unset VMEMPLAN_REGISTRY to use the registry shipped with vmemplan",
             )
         return root
-    import vmemplan  # the package itself; cheap, and already imported by the time this runs
+    import vmemplan._version as vmemplan  # a module in the package directory (not the package root: no cycle)
 
     packaged = Path(vmemplan.__file__).resolve().parent / "_registry"
     if packaged.is_dir():

@@ -24,7 +24,7 @@ from vmemplan.core.kv_specs import ChunkedLocalAttentionSpec, FullAttentionSpec,
 from vmemplan.model_config import ModelConfig
 from vmemplan.models import adapter_for
 from vmemplan.core.graph import GraphContext
-from vmemplan.models.windowed import gemma3_text_defaults
+from vmemplan.model_config import gemma3_text_defaults
 
 GIB = 1 << 30
 AVAIL = 40 * GIB  # 42,949,672,960 B, a fixed available-KV figure for every case

@@ -51,6 +51,7 @@ from typing import Any
 
 from vmemplan.core.errors import ModelConfigError, UsageError
 from vmemplan.core.graph import WeightTensor
+from vmemplan.model_config import dtype_bytes
 
 __all__ = [
     "QuantScheme",
@@ -219,8 +220,6 @@ def _match(module: str, pattern: str, mode: str = "pattern") -> bool:
 
 
 def _dtype_width(name: str) -> int:
-    from vmemplan.model_config import dtype_bytes
-
     return dtype_bytes(name)
 
 

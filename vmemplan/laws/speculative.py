@@ -30,6 +30,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from vmemplan.core.errors import UsageError
+from vmemplan.core.graph import GraphContext as _Ctx, WeightTensor
+from vmemplan.core.kv_specs import FullAttentionSpec, kv_dtype_bytes
+from vmemplan.model_config import dtype_bytes
+from vmemplan.models.base import adapter_for
+from vmemplan.models.dense import pad_vocab
 
 if TYPE_CHECKING:
     from vmemplan.model_config import ModelConfig
@@ -278,9 +283,6 @@ def drafter_weight_tensors(spec: SpeculativeConfig | None, target: ModelConfig, 
     * MTP, ngram, suffix, custom: none here (MTP layers belong to the target adapter).
     Only the last pipeline stage holds a drafter (vLLM runs it with the sampler).
     """
-    from vmemplan.core.graph import GraphContext as _Ctx
-    from vmemplan.core.graph import WeightTensor
-    from vmemplan.models.dense import pad_vocab
 
     if spec is None or spec.method in KV_FREE_METHODS or spec.method == "mtp":
         return []
@@ -288,8 +290,6 @@ def drafter_weight_tensors(spec: SpeculativeConfig | None, target: ModelConfig, 
         return []
     tp = ctx.tensor_parallel_size
     if spec.method == "draft_model":
-        from vmemplan.models.base import adapter_for
-
         d = _draft_cfg(spec, target, draft)
         dtp = spec.draft_tensor_parallel_size or tp
         dctx = _Ctx(tensor_parallel_size=dtp, model_dtype=ctx.model_dtype, block_size=ctx.block_size,
@@ -350,16 +350,12 @@ def drafter_kv_specs(spec: SpeculativeConfig | None, target: ModelConfig, ctx: G
     MTP (the target adapter lists its MTP layers).  A draft model contributes its own adapter's
     specs under a ``draft_model.`` prefix.
     """
-    from vmemplan.core.kv_specs import FullAttentionSpec, kv_dtype_bytes
-    from vmemplan.model_config import dtype_bytes
 
     if spec is None or not spec.adds_kv or spec.method == "mtp":
         return {}
     if ctx.pipeline_rank != ctx.pipeline_parallel_size - 1:
         return {}
     if spec.method == "draft_model":
-        from vmemplan.core.graph import GraphContext as _Ctx
-        from vmemplan.models.base import adapter_for
 
         d = _draft_cfg(spec, target, draft)
         dtp = spec.draft_tensor_parallel_size or ctx.tensor_parallel_size

@@ -13,10 +13,13 @@ Laws turn those into bytes; adapters do no arithmetic beyond shapes.
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from vmemplan.core.errors import UnsupportedArchitecture, UsageError
+from vmemplan.core.errors import ModelConfigError, UnsupportedArchitecture, UsageError
 from vmemplan.core.graph import GraphContext, WeightKind, WeightTensor
 
 if TYPE_CHECKING:
@@ -27,6 +30,7 @@ __all__ = [
     "Adapter",
     "adapter_for",
     "register",
+    "register_generic",
     "supported_architectures",
     "rope_cache_positions",
 ]
@@ -72,8 +76,6 @@ class Adapter:
                         length = orig
                 length = int(length * factor)
         if length < 1:
-            from vmemplan.core.errors import ModelConfigError
-
             raise ModelConfigError(
                 f"config.json: the rope scaling {rs} gives a context of {length} tokens",
                 hint="a rope-scaling factor must be positive")
@@ -178,6 +180,9 @@ class Adapter:
 
 
 ADAPTERS: dict[str, type[Adapter]] = {}
+#: The fallback for an unknown plain decoder (``models.dense.GenericDecoder`` registers itself).
+_GENERIC: list[type[Adapter]] = []
+_FAMILY_DIR = Path(__file__).resolve().parent
 
 
 def register(cls: type[Adapter]) -> type[Adapter]:
@@ -187,17 +192,18 @@ def register(cls: type[Adapter]) -> type[Adapter]:
     return cls
 
 
+def register_generic(cls: type[Adapter]) -> type[Adapter]:
+    """Class decorator: make an adapter the fallback for configs no family claims."""
+    _GENERIC[:] = [cls]
+    return cls
+
+
 def _load_families() -> None:
-    # Import every family module so that each registers itself.  Kept in one place so that
-    # a new family is one import line plus its module.
-    import importlib
-    import pkgutil
-
-    import vmemplan.models as pkg
-
-    for info in pkgutil.iter_modules(pkg.__path__):
+    # Import every family module (by file name, so this module imports none of them) so
+    # that each registers itself: a new family is one new module.
+    for info in pkgutil.iter_modules([str(_FAMILY_DIR)]):
         if info.name not in ("base", "__init__"):
-            importlib.import_module(f"vmemplan.models.{info.name}")
+            importlib.import_module(f"{__package__}.{info.name}")
 
 
 def supported_architectures() -> list[str]:
@@ -212,9 +218,7 @@ def adapter_for(config: ModelConfig, *, allow_generic: bool = True) -> Adapter:
         if arch in ADAPTERS:
             return ADAPTERS[arch](config)
     if allow_generic and _looks_like_plain_decoder(config.text):
-        from vmemplan.models.dense import GenericDecoder
-
-        return GenericDecoder(config)
+        return _GENERIC[0](config)
     name = config.architecture or config.model_type or "(no architectures key)"
     raise UnsupportedArchitecture(
         f"unsupported architecture {name}",

@@ -10,7 +10,7 @@ vllm/models/kimi_k3/nvidia/mla.py (the q_lora_rank = None branch), 0.33.0.
 
 from __future__ import annotations
 
-from vmemplan.core.errors import ModelConfigError
+from vmemplan.core.errors import ModelConfigError, UsageError
 from vmemplan.models.base import register
 from vmemplan.core.graph import GraphContext, WeightTensor
 from vmemplan.models.dense import pad_vocab
@@ -73,8 +73,6 @@ class KimiLinear(HybridAdapter):
         tp = ctx.tensor_parallel_size
         heads = self.config.num_attention_heads
         if heads % tp:
-            from vmemplan.core.errors import UsageError
-
             raise UsageError(f"--tensor-parallel-size {tp} does not divide the {heads} attention heads")
         self.mamba_state(ctx)
 

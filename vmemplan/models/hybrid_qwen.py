@@ -13,7 +13,7 @@ or "full_attention"; when absent, transformers' Qwen3NextConfig makes every
 
 from __future__ import annotations
 
-from vmemplan.core.errors import UsageError
+from vmemplan.core.errors import ModelConfigError, UsageError
 from vmemplan.models.base import register
 from vmemplan.core.graph import GraphContext, WeightTensor
 from vmemplan.models.dense import pad_vocab
@@ -59,8 +59,6 @@ class _GatedDeltaHybrid(HybridAdapter):
     def _need(self, key: str) -> int:
         value = self.config.text.get(key)
         if not isinstance(value, int) or value <= 0:
-            from vmemplan.core.errors import ModelConfigError
-
             raise ModelConfigError(f"config.json lacks {key!r} (needed for the gated-delta layers)")
         return value
 

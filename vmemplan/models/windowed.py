@@ -29,9 +29,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from vmemplan.core.errors import UsageError
+from vmemplan.model_config import dtype_bytes, gemma3_text_defaults
 from vmemplan.models.base import Adapter, register
 from vmemplan.core.graph import GraphContext, WeightTensor
 from vmemplan.models.dense import LlamaLike, pad_vocab, pp_layer_range
+from vmemplan.core.kv_specs import ChunkedLocalAttentionSpec, FullAttentionSpec, SlidingWindowSpec, kv_dtype_bytes
+from vmemplan.laws import moe
+from vmemplan.laws.multimodal import limit_for
 
 __all__ = [
     "MistralWindowed",
@@ -41,7 +45,6 @@ __all__ = [
     "GptOss",
     "Llama4",
     "gemma_layer_types",
-    "gemma3_text_defaults",
     "llama4_no_rope_layers",
     "moe_shard",
     "chunked_attention_uses_hybrid_manager",
@@ -89,47 +92,6 @@ def gemma_layer_types(text: Mapping[str, Any], *, default_pattern: int) -> list[
     return ["full_attention" if (i + 1) % pattern == 0 else "sliding_attention" for i in range(n)]
 
 
-# transformers' Gemma3TextConfig defaults, for the keys the short Gemma-3 configs omit
-# (transformers/models/gemma3/configuration_gemma3.py::Gemma3TextConfig.__init__).
-_GEMMA3_TEXT_DEFAULTS: dict[str, Any] = {
-    "vocab_size": 262_208,
-    "hidden_size": 2304,
-    "intermediate_size": 9216,
-    "num_hidden_layers": 26,
-    "num_attention_heads": 8,
-    "num_key_value_heads": 4,
-    "head_dim": 256,
-    "max_position_embeddings": 131_072,
-    "query_pre_attn_scalar": 256,
-    "sliding_window": 4096,
-    "sliding_window_pattern": 6,
-    "rope_theta": 1_000_000.0,
-    "rope_local_base_freq": 10_000.0,
-    "tie_word_embeddings": True,
-    "attention_bias": False,
-    "hidden_activation": "gelu_pytorch_tanh",
-}
-
-
-def gemma3_text_defaults(raw: Mapping[str, Any]) -> dict[str, Any]:
-    """A copy of a Gemma-3 config with the transformers defaults filled into its text part.
-
-    The official Gemma-3 multimodal configs omit ``vocab_size``, the head counts (4B), the
-    window pattern and the rope bases; transformers fills them from
-    ``Gemma3TextConfig``'s defaults, so vLLM sees them.  Keys present are kept.
-    """
-    out = dict(raw)
-    if isinstance(raw.get("text_config"), Mapping):
-        text = dict(raw["text_config"])
-        for k, v in _GEMMA3_TEXT_DEFAULTS.items():
-            text.setdefault(k, v)
-        out["text_config"] = text
-    else:
-        for k, v in _GEMMA3_TEXT_DEFAULTS.items():
-            out.setdefault(k, v)
-    return out
-
-
 def moe_shard(ctx: GraphContext, num_experts: int, intermediate: int) -> tuple[int, int]:
     """``(experts on this rank, expert FFN width on this rank)``.
 
@@ -138,8 +100,6 @@ def moe_shard(ctx: GraphContext, num_experts: int, intermediate: int) -> tuple[i
     by TP; with it the experts are split over ``tp × dp`` ranks and each keeps the full
     width.  Redundant EPLB experts add to the local count.
     """
-    from vmemplan.laws import moe
-
     local, ways = moe.moe_shard(ctx, num_experts)
     if intermediate % ways:
         raise UsageError(f"the expert width {intermediate} does not split {ways} ways",
@@ -167,8 +127,6 @@ def _check_heads(num_heads: int, num_kv_heads: int, tp: int) -> None:
 
 
 def _cache_dtype_and_bytes(ctx: GraphContext) -> tuple[str, int]:
-    from vmemplan.core.kv_specs import kv_dtype_bytes
-    from vmemplan.model_config import dtype_bytes
 
     nbytes = kv_dtype_bytes(ctx.cache_dtype, dtype_bytes(ctx.model_dtype))
     return (ctx.model_dtype if ctx.cache_dtype == "auto" else ctx.cache_dtype), nbytes
@@ -181,8 +139,6 @@ def _attention_spec(ctx: GraphContext, *, num_kv_heads: int, head_size: int, win
     ``ChunkedLocalAttention``, else ``FullAttentionSpec``.  The window layer's block size is
     the primary block size (``_largest_kernel_block_within`` picks it whenever the backend
     runs it; the page unification then scales it if pages differ)."""
-    from vmemplan.core.kv_specs import ChunkedLocalAttentionSpec, FullAttentionSpec, SlidingWindowSpec
-
     cache_dtype, nbytes = _cache_dtype_and_bytes(ctx)
     common = dict(block_size=ctx.block_size, num_kv_heads=num_kv_heads, head_size=head_size,
                   cache_dtype=cache_dtype, dtype_bytes=nbytes)
@@ -647,7 +603,6 @@ def gemma4_vision_tensors(raw: Mapping[str, Any], text_hidden: int, ctx: GraphCo
     vc = raw.get("vision_config")
     if not isinstance(vc, Mapping):
         return []
-    from vmemplan.laws.multimodal import limit_for
 
     if all(limit_for(ctx.limit_mm_per_prompt, m) == 0 for m in ("image", "video")):
         return []

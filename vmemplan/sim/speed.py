@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any, Literal, Mapping, Sequence
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from vmemplan.core.errors import RegistryInvalid, UsageError
+from vmemplan.sim.scheduler import weighted_percentiles
 
 if TYPE_CHECKING:
     from vmemplan.sim.scheduler import Percentiles, SimResult
@@ -345,8 +346,6 @@ def attach_timing(
     constants: SpeedConstants,
 ) -> TimedResult:
     """Time every simulated step with :func:`step_time_s` and derive TTFT / ITL / end-to-end in ms."""
-    from vmemplan.sim.scheduler import weighted_percentiles
-
     s = result.series
     times = tuple(
         step_time_s(p, d, kv, model, gpu, constants) for p, d, kv in zip(s.prefill_tokens, s.decode_requests, s.kv_tokens_read)
