@@ -83,7 +83,7 @@ def cublas_workspace() -> dict:
 def _ordered_tensors(adapter, ctx):
     """Tensors in the order vLLM's model constructor creates them: embedding, then each layer's
     modules, then the final norm, LM head and rotary cache."""
-    from vmemplan.model_config import dtype_bytes
+    from vmemplan.core.units import dtype_bytes
 
     tensors = adapter.weight_tensors(ctx)
     layers = max((t.count for t in tensors if t.kind in ("linear", "expert")), default=0)

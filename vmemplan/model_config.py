@@ -15,24 +15,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vmemplan.core.errors import ModelConfigError
+from vmemplan.core.units import dtype_bytes
 
-__all__ = ["ModelConfig", "DTYPE_BYTES", "dtype_bytes", "config_value_guard"]
-
-DTYPE_BYTES: dict[str, int] = {
-    "float32": 4, "float": 4, "fp32": 4,
-    "bfloat16": 2, "bf16": 2, "float16": 2, "half": 2, "fp16": 2,
-    "float8_e4m3fn": 1, "float8_e5m2": 1, "fp8": 1, "int8": 1, "uint8": 1,
-    "int32": 4, "int64": 8, "int16": 2,
-}
-
-
-def dtype_bytes(name: str) -> int:
-    """Bytes per element of a dtype name as configs and vLLM spell it (``torch.`` prefix allowed)."""
-    key = name.lower().removeprefix("torch.")
-    if key not in DTYPE_BYTES:
-        raise ModelConfigError(f"unknown dtype {name!r}", hint="use bfloat16, float16 or float32")
-    return DTYPE_BYTES[key]
-
+__all__ = ["ModelConfig", "config_value_guard"]
 
 #: Code that reads config.json values.  An arithmetic or type error raised there is a config
 #: value vmemplan cannot use (a list where a number belongs, zero, infinity), not a bug.

@@ -14,7 +14,7 @@ from typing import Any
 
 from vmemplan.laws.budget import available_kv_cache_bytes, requested_memory_bytes
 from vmemplan.laws.weights import weight_bytes_per_rank
-from vmemplan.model_config import dtype_bytes
+from vmemplan.core.units import dtype_bytes
 from vmemplan.core.graph import GraphContext
 from vmemplan.resolve import ResolvedRequest
 from vmemplan.result import (
@@ -68,7 +68,7 @@ def _mm_spec_fields(req: ResolvedRequest) -> dict[str, Any]:
 
 def _drafter(req: ResolvedRequest, ctx: GraphContext) -> tuple[list[Any], dict[str, Any]]:
     """The drafter's weight tensors and KV specs on this rank (vmemplan/laws/speculative.py)."""
-    from vmemplan.laws import speculative as spec_law
+    from vmemplan.models import drafters as spec_law
 
     spec = getattr(req, "speculative", None)
     if spec is None:

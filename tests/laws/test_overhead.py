@@ -11,17 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vmemplan.core.errors import RegistryInvalid, UsageError
-from vmemplan.laws.overhead import (
-    CudaGraphConstants,
-    CudaGraphFamily,
-    NonTorchConstants,
-    PreBudgetConstants,
-    cuda_graph_bytes,
-    non_torch_bytes,
-    parse_cost_model,
-    parse_vllm_version,
-    pre_budget_bytes,
-)
+from vmemplan.laws.overhead import CudaGraphConstants, CudaGraphFamily, NonTorchConstants, PreBudgetConstants, cuda_graph_bytes, non_torch_bytes, pre_budget_bytes
+from vmemplan.registry_schema import parse_cost_model, parse_vllm_version
 
 MIB = 1 << 20
 GIB = 1 << 30

@@ -12,6 +12,7 @@ from vmemplan.laws.weights import weight_bytes_per_rank
 from vmemplan.model_config import ModelConfig
 from vmemplan.models import adapter_for
 from vmemplan.core.graph import GraphContext
+from vmemplan.model_config import gemma3_text_defaults
 from vmemplan.models.windowed import (
     Gemma2,
     Gemma3,
@@ -19,7 +20,6 @@ from vmemplan.models.windowed import (
     GptOss,
     Llama4,
     MistralWindowed,
-    gemma3_text_defaults,
     gemma_layer_types,
     llama4_no_rope_layers,
 )

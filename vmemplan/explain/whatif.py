@@ -298,7 +298,7 @@ def _era_version(cost: Any, version: str, rules: RulesPack) -> str:
 
 def _activation(link: ModelLink, s: _Setting, cost: Any) -> int:
     from vmemplan.laws import activation as act_law
-    from vmemplan.model_config import dtype_bytes
+    from vmemplan.core.units import dtype_bytes
     from vmemplan.core.graph import GraphContext
 
     cfg, adapter = link.config, link.adapter

@@ -51,7 +51,7 @@ from typing import Any
 
 from vmemplan.core.errors import ModelConfigError, UsageError
 from vmemplan.core.graph import WeightTensor
-from vmemplan.model_config import dtype_bytes
+from vmemplan.core.units import dtype_bytes
 
 __all__ = [
     "QuantScheme",

@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
-from vmemplan.model_config import dtype_bytes
+from vmemplan.core.units import dtype_bytes
 from vmemplan.core.graph import WeightTensor
 
 __all__ = [

@@ -24,7 +24,7 @@ from vmemplan.core.graph import GraphContext, WeightTensor
 from vmemplan.models.dense import pad_vocab, pp_layer_range
 from vmemplan.core.kv_specs import MLAAttentionSpec, kv_dtype_bytes, mla_record_bytes
 from vmemplan.laws.moe import moe_shard
-from vmemplan.model_config import dtype_bytes
+from vmemplan.core.units import dtype_bytes
 
 __all__ = [
     "DeepseekMLA",

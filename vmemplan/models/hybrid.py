@@ -28,7 +28,7 @@ from vmemplan.models.base import Adapter
 from vmemplan.core.graph import GraphContext, WeightTensor
 from vmemplan.core.kv_specs import FullAttentionSpec, MLAAttentionSpec, MambaSpec, kv_dtype_bytes
 from vmemplan.laws.moe import moe_shard
-from vmemplan.model_config import dtype_bytes
+from vmemplan.core.units import dtype_bytes
 from vmemplan.models.dense import pp_layer_range
 
 __all__ = [

@@ -27,7 +27,7 @@ from vmemplan.laws.moe import ExpertPlacement, eplb_state_bytes, expert_placemen
 from vmemplan.models.base import register
 from vmemplan.core.graph import GraphContext, WeightTensor
 from vmemplan.models.dense import LlamaLike, pad_vocab
-from vmemplan.model_config import dtype_bytes
+from vmemplan.core.units import dtype_bytes
 
 __all__ = ["MoEDecoder", "Mixtral", "Qwen2Moe", "Qwen3Moe", "PhiMoE", "Glm4Moe", "MiniMaxM2"]
 

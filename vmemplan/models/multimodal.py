@@ -30,7 +30,7 @@ from vmemplan.models.base import register, rope_cache_positions
 from vmemplan.core.graph import GraphContext, WeightTensor
 from vmemplan.models.dense import LlamaLike, Qwen2, Qwen3, pad_vocab
 from vmemplan.core.kv_specs import CrossAttentionSpec, FullAttentionSpec, kv_dtype_bytes
-from vmemplan.model_config import dtype_bytes
+from vmemplan.core.units import dtype_bytes
 
 __all__ = [
     "VisionEncoderMixin",

@@ -25,7 +25,7 @@ from vmemplan.models.base import register, rope_cache_positions
 from vmemplan.core.graph import GraphContext, WeightTensor
 from vmemplan.models.dense import LlamaLike, pad_vocab
 from vmemplan.core.kv_specs import FullAttentionSpec, kv_dtype_bytes
-from vmemplan.model_config import dtype_bytes
+from vmemplan.core.units import dtype_bytes
 
 __all__ = ["DeciLM", "ffn_mult_to_intermediate_size", "BlockShape"]
 

@@ -29,7 +29,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from vmemplan.core.errors import UsageError
-from vmemplan.model_config import dtype_bytes, gemma3_text_defaults
+from vmemplan.model_config import gemma3_text_defaults
+from vmemplan.core.units import dtype_bytes
 from vmemplan.models.base import Adapter, register
 from vmemplan.core.graph import GraphContext, WeightTensor
 from vmemplan.models.dense import LlamaLike, pad_vocab, pp_layer_range

@@ -12,19 +12,7 @@ from vmemplan.sim.scheduler import (
     TimelineBucket,
     simulate,
 )
-from vmemplan.sim.speed import (
-    GpuSpeed,
-    LatencyRow,
-    SpeedConstants,
-    SpeedModelInputs,
-    TimedResult,
-    attach_timing,
-    decode_time_s,
-    latency_table,
-    parse_speed_constants,
-    prefill_time_s,
-    step_time_s,
-)
+from vmemplan.sim.speed import GpuSpeed, LatencyRow, SpeedModelInputs, TimedResult, attach_timing, decode_time_s, latency_table, prefill_time_s, step_time_s
 from vmemplan.sim.traffic import RequestSpec, Traffic, parse_arrival, parse_dist
 
 __all__ = [
@@ -35,7 +23,6 @@ __all__ = [
     "RequestTrace",
     "SimConfig",
     "SimResult",
-    "SpeedConstants",
     "SpeedModelInputs",
     "StepSeries",
     "TimedResult",
@@ -46,7 +33,6 @@ __all__ = [
     "latency_table",
     "parse_arrival",
     "parse_dist",
-    "parse_speed_constants",
     "prefill_time_s",
     "simulate",
     "step_time_s",
