@@ -12,7 +12,7 @@ values; the other sections carry a ``sources`` map (field name -> "vllm/file.py:
 (version)") that must name a source for every field that is set.
 
 Nothing here imports vLLM; the rules are restated from reading the release wheels.
-``yaml`` is imported lazily inside :func:`load_rules_packs` so this module stays light.
+``yaml`` is imported lazily (through :mod:`vmemplan._yaml`) inside :func:`load_rules_packs` so this module stays light.
 """
 
 from __future__ import annotations
@@ -735,9 +735,7 @@ def load_rules_packs(directory: Path) -> tuple[RulesPack, ...]:
     this checks that the file name equals the pack id, that ids are unique, and that the
     version ranges of default packs do not overlap.
     """
-    import yaml  # lazy: keep module import light
-
-    from vmemplan._yaml import load_yaml_file
+    from vmemplan._yaml import load_yaml_file, yaml_error
 
     directory = Path(directory)
     problems: list[str] = []
@@ -752,7 +750,7 @@ def load_rules_packs(directory: Path) -> tuple[RulesPack, ...]:
         except (OSError, UnicodeDecodeError) as exc:
             problems.append(f"{label}: (file): cannot read: {exc}")
             continue
-        except yaml.YAMLError as exc:
+        except yaml_error() as exc:
             problems.append(f"{label}: (yaml): {' '.join(str(exc).split())}")
             continue
         try:

@@ -48,6 +48,8 @@ import re
 from dataclasses import dataclass, field, fields
 from typing import Any, Iterable, Mapping
 
+from vmemplan._yaml import safe_load_text
+
 __all__ = [
     "Figures",
     "LogLine",
@@ -285,9 +287,7 @@ def split_corpus_header(text: str) -> tuple[dict[str, Any] | None, str]:
     body = "\n".join(lines[end:])
     data: Any = None
     try:
-        import yaml  # lazy: keep module import light
-
-        data = yaml.safe_load("\n".join(head))
+        data = safe_load_text("\n".join(head))
     except Exception:  # noqa: BLE001 - any YAML problem falls back to the tiny reader
         data = None
     if not isinstance(data, dict):
