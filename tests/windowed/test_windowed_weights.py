@@ -13,16 +13,13 @@ from vmemplan.model_config import ModelConfig
 from vmemplan.models import adapter_for
 from vmemplan.core.graph import GraphContext
 from vmemplan.model_config import gemma3_text_defaults
-from vmemplan.models.windowed import (
-    Gemma2,
-    Gemma3,
-    Gemma4,
-    GptOss,
-    Llama4,
-    MistralWindowed,
-    gemma_layer_types,
-    llama4_no_rope_layers,
-)
+from vmemplan.models.gemma2 import Gemma2
+from vmemplan.models.gemma3 import Gemma3
+from vmemplan.models.gemma4 import Gemma4
+from vmemplan.models.gpt_oss import GptOss
+from vmemplan.models.llama4 import Llama4, llama4_no_rope_layers
+from vmemplan.models.mistral_windowed import MistralWindowed
+from vmemplan.models.windowed import gemma_layer_types
 
 GIB = 1 << 30
 
