@@ -35,8 +35,8 @@ def _spinner(message: str) -> Iterator[None]:
 
 def resolve_request(*, spinner: bool = False, **flags: Any) -> Any:
     """Build :class:`~vmemplan.resolve.PlanInputs` from flags and resolve it."""
-    from vmemplan.resolve import PlanInputs, resolve
     from vmemplan.core.units import parse_bytes
+    from vmemplan.resolve import PlanInputs, resolve
 
     kv_mem = flags.pop("kv_cache_memory", None)
     if isinstance(kv_mem, str):

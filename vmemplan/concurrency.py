@@ -38,8 +38,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from vmemplan.core.errors import UsageError
-from vmemplan.core.units import cdiv
 from vmemplan.core.graph import GraphContext
+from vmemplan.core.units import cdiv
 from vmemplan.sim import SimConfig
 
 __all__ = [

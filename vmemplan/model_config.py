@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vmemplan.core.errors import ModelConfigError
-from vmemplan.core.units import dtype_bytes
 
 __all__ = ["ModelConfig", "config_value_guard"]
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from vmemplan.core.graph import GraphContext
+from vmemplan.core.units import dtype_bytes, format_gib
 from vmemplan.laws.budget import available_kv_cache_bytes, requested_memory_bytes
 from vmemplan.laws.weights import weight_bytes_per_rank
-from vmemplan.core.units import dtype_bytes
-from vmemplan.core.graph import GraphContext
 from vmemplan.resolve import ResolvedRequest
 from vmemplan.result import (
     KvCacheSummary,
@@ -25,7 +25,6 @@ from vmemplan.result import (
     Provenance,
     Verdict,
 )
-from vmemplan.core.units import format_gib
 
 __all__ = ["plan_memory"]
 

@@ -279,7 +279,7 @@ class SpeedConstants(BaseModel):
     sources: dict[str, str]
 
     @model_validator(mode="after")
-    def _every_constant_has_a_source(self) -> "SpeedConstants":
+    def _every_constant_has_a_source(self) -> SpeedConstants:
         missing = [n for n in _CONSTANT_NAMES if not str(self.sources.get(n, "")).strip()]
         if missing:
             raise ValueError(f"no source text for: {', '.join(missing)}")

@@ -16,10 +16,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from vmemplan.core.errors import UsageError, VmemplanError
 from vmemplan.core.graph import GraphContext
-from vmemplan.request.flags import parse_limit_mm_per_prompt, parse_speculative_config
 from vmemplan.laws.quant import scheme_for
 from vmemplan.model_config import ModelConfig, config_value_guard
 from vmemplan.models import adapter_for
+from vmemplan.request.flags import parse_limit_mm_per_prompt, parse_speculative_config
 
 if TYPE_CHECKING:
     from vmemplan.model_config import ModelConfig

@@ -17,8 +17,9 @@ Nothing here imports vLLM; the rules are restated from reading the release wheel
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Generic, Literal, Mapping, Sequence, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import (
     BaseModel,
@@ -31,8 +32,7 @@ from pydantic import (
 )
 
 from vmemplan.core.errors import RegistryInvalid, UsageError
-from vmemplan.core.units import format_gib
-from vmemplan.core.version import VERSION_HINT, parse_version
+from vmemplan.core.version import parse_version
 
 __all__ = [
     "GIB_BYTES",
@@ -82,7 +82,7 @@ class _WithSources(_Frozen):
     sources: dict[str, str]
 
     @model_validator(mode="after")
-    def _every_value_has_a_source(self) -> "_WithSources":
+    def _every_value_has_a_source(self) -> _WithSources:
         names = [n for n in type(self).model_fields if n != "sources"]
         unknown = sorted(set(self.sources) - set(names))
         if unknown:
@@ -195,7 +195,7 @@ class BatchDefaults(_WithSources):
     cap_seqs_by_tokens: bool
 
     @model_validator(mode="after")
-    def _floor_present(self) -> "BatchDefaults":
+    def _floor_present(self) -> BatchDefaults:
         if self.chunked_off_rule == "max_with_floor" and self.unchunked_floor_tokens is None:
             raise ValueError("chunked_off_rule max_with_floor needs unchunked_floor_tokens")
         last = self.tiers[-1]
@@ -505,7 +505,7 @@ class LogFormats(_WithSources):
     alternates: dict[str, tuple[str, ...]] = Field(default_factory=dict)
 
     @model_validator(mode="after")
-    def _pairs(self) -> "LogFormats":
+    def _pairs(self) -> LogFormats:
         if (self.available_kv is None) != (self.available_kv_value is None):
             raise ValueError("available_kv and available_kv_value must be set together")
         if (self.max_concurrency is None) != (self.max_concurrency_len_arg is None):

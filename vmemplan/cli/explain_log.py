@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -77,13 +77,13 @@ def _looks_binary(data: bytes) -> bool:
 
 @reports_errors
 def explain_log(
-    log: Annotated[Optional[str], typer.Argument(
+    log: Annotated[str | None, typer.Argument(
         help="The log file; '-' or nothing reads standard input (paste, then Ctrl-D).", show_default=False)] = None,
-    model: Annotated[Optional[str], typer.Option(
+    model: Annotated[str | None, typer.Option(
         "--model", help="Model id or config path to cross-check with [default: the model the log names].",
         show_default=False)] = None,
     what_if: WhatIfOpt = None,
-    gpu: Annotated[Optional[str], typer.Option(
+    gpu: Annotated[str | None, typer.Option(
         "--gpu", help="GPU id, for what-ifs on logs that do not print the total memory (see `vmemplan gpus`).",
         show_default=False)] = None,
     vllm_version: VersionOpt = None,

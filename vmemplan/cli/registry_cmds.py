@@ -20,8 +20,8 @@ def gpus(
 
         vmemplan gpus --format json
     """
-    from vmemplan.registry import load_registry
     from vmemplan.core.units import GIB
+    from vmemplan.registry import load_registry
 
     reg = load_registry()
     if output_format == "json":

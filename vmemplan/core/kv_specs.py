@@ -32,8 +32,9 @@ The pool context a spec reads is any object with the attributes of
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Literal, Mapping, Protocol, Union
+from typing import Any, Literal, Protocol, Union
 
 from vmemplan.core.errors import UsageError
 from vmemplan.core.units import cdiv, round_up
@@ -227,7 +228,7 @@ class _SpecBase:
         max_model_len claims from this layer's group."""
         return cdiv(self.max_memory_usage_bytes(ctx), self.page_size_bytes)
 
-    def with_block_size(self, block_size: int):
+    def with_block_size(self, block_size: int) -> Any:
         """Copy with a new block size (``copy_with_new_block_size``)."""
         return replace(self, block_size=block_size)  # type: ignore[type-var]
 
@@ -562,11 +563,22 @@ class SlidingWindowMLASpec(_AttentionMixin):
     def head_size_v(self) -> int:
         return 0
 
-    _slots_and_content = MLAAttentionSpec._slots_and_content
-    max_admission_blocks_per_request = SlidingWindowSpec.max_admission_blocks_per_request
-    max_memory_usage_bytes = SlidingWindowSpec.max_memory_usage_bytes
-    steady_pages = SlidingWindowSpec.steady_pages
-    admission_pages = SlidingWindowSpec.admission_pages
+    # the page of an MLA record, the laws of a sliding window
+    def _slots_and_content(self) -> tuple[int, int]:
+        return MLAAttentionSpec._slots_and_content(self)  # type: ignore[arg-type]
+
+    def max_admission_blocks_per_request(self, max_in_flight_tokens: int, max_model_len: int) -> int:
+        return SlidingWindowSpec.max_admission_blocks_per_request(
+            self, max_in_flight_tokens, max_model_len)  # type: ignore[arg-type]
+
+    def max_memory_usage_bytes(self, ctx: PoolContextLike) -> int:
+        return SlidingWindowSpec.max_memory_usage_bytes(self, ctx)  # type: ignore[arg-type]
+
+    def steady_pages(self, ctx: PoolContextLike) -> int:
+        return SlidingWindowSpec.steady_pages(self, ctx)  # type: ignore[arg-type]
+
+    def admission_pages(self, ctx: PoolContextLike) -> int:
+        return SlidingWindowSpec.admission_pages(self, ctx)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -751,7 +763,7 @@ class UniformTypeKVCacheSpecs(_SpecBase):
     """
 
     block_size: int
-    layers: tuple = field(default=())
+    layers: tuple[tuple[str, Spec], ...] = field(default=())
 
     kind = "uniform_type"
 

@@ -26,8 +26,9 @@ The laws the checks mirror (vLLM source, read in the release wheels):
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from vmemplan.core.version import version_tuple_or_none
 from vmemplan.explain.parse import FIGURE_JSON_KEYS, GIB, Figures, LogLine, Startup, half_unit_bytes

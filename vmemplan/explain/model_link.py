@@ -178,9 +178,9 @@ def model_figures(link: ModelLink, *, tensor_parallel_size: int, kv_cache_dtype:
     every group / block size.  ``weights_bytes`` sums the adapter's tensors at the model dtype
     (vllm/model_executor/models/*; "Model loading took" measures the same allocations).
     """
+    from vmemplan.core.graph import GraphContext
     from vmemplan.laws.kv_pool import UngroupableSpecs, plan_pool, plan_pool_ungrouped
     from vmemplan.laws.weights import weight_bytes_per_rank
-    from vmemplan.core.graph import GraphContext
 
     ctx = GraphContext(tensor_parallel_size=tensor_parallel_size, pipeline_parallel_size=pipeline_parallel_size,
                        block_size=block_size, cache_dtype=kv_cache_dtype, model_dtype=model_dtype,

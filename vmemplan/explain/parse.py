@@ -45,8 +45,9 @@ from __future__ import annotations
 import ast
 import codecs
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from vmemplan._yaml import safe_load_text
 

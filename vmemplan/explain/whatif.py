@@ -297,9 +297,9 @@ def _era_version(cost: Any, version: str, rules: RulesPack) -> str:
 
 
 def _activation(link: ModelLink, s: _Setting, cost: Any) -> int:
-    from vmemplan.laws import activation as act_law
-    from vmemplan.core.units import dtype_bytes
     from vmemplan.core.graph import GraphContext
+    from vmemplan.core.units import dtype_bytes
+    from vmemplan.laws import activation as act_law
 
     cfg, adapter = link.config, link.adapter
     ctx = GraphContext(tensor_parallel_size=s.tp, pipeline_parallel_size=s.pp, block_size=s.block_size,
@@ -338,8 +338,8 @@ def _cuda_graph(link: ModelLink | None, s: _Setting, cost: Any) -> int:
 
 
 def _model_weights(link: ModelLink, s: _Setting) -> int:
-    from vmemplan.laws.weights import weight_bytes_per_rank
     from vmemplan.core.graph import GraphContext
+    from vmemplan.laws.weights import weight_bytes_per_rank
 
     ctx = GraphContext(tensor_parallel_size=s.tp, pipeline_parallel_size=s.pp, model_dtype=s.dtype,
                        cache_dtype=s.kv_cache_dtype, block_size=s.block_size)
@@ -357,8 +357,8 @@ def _pool_context(s: _Setting, max_model_len: int) -> Any:
 
 
 def _model_pool(link: ModelLink, s: _Setting, available: int) -> Any:
-    from vmemplan.laws.kv_pool import UngroupableSpecs, plan_pool, plan_pool_ungrouped
     from vmemplan.core.graph import GraphContext
+    from vmemplan.laws.kv_pool import UngroupableSpecs, plan_pool, plan_pool_ungrouped
 
     L = s.max_model_len or link.adapter.derived_max_model_len()
     ctx = GraphContext(tensor_parallel_size=s.tp, pipeline_parallel_size=s.pp, block_size=s.block_size,

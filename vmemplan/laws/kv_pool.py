@@ -18,13 +18,26 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from fractions import Fraction
-from typing import Literal, Mapping, Sequence
+from typing import Any, Literal, cast
 
 from vmemplan.core.errors import BadInput, UsageError
+from vmemplan.core.kv_specs import (
+    ChunkedLocalAttentionSpec,
+    CircularBufferSpec,
+    CrossAttentionSpec,
+    EncoderOnlyAttentionSpec,
+    FullAttentionSpec,
+    MambaSpec,
+    MLAAttentionSpec,
+    SlidingWindowMLASpec,
+    SlidingWindowSpec,
+    Spec,
+    UniformTypeKVCacheSpecs,
+)
 from vmemplan.core.units import cdiv, round_up
-from vmemplan.core.kv_specs import ChunkedLocalAttentionSpec, CircularBufferSpec, CrossAttentionSpec, EncoderOnlyAttentionSpec, FullAttentionSpec, MambaSpec, MLAAttentionSpec, SlidingWindowMLASpec, SlidingWindowSpec, Spec, UniformTypeKVCacheSpecs
 
 __all__ = [
     "PoolContext",
@@ -165,7 +178,7 @@ class _Incompatible(Exception):
     pass
 
 
-def _field_values(spec, skip: tuple[str, ...] = ()) -> tuple:
+def _field_values(spec: Any, skip: tuple[str, ...] = ()) -> tuple[Any, ...]:
     return tuple(getattr(spec, f.name) for f in fields(spec) if f.name not in skip)
 
 
@@ -184,8 +197,9 @@ def _merge(specs: Sequence[Spec]) -> Spec:
         core = _field_values(first, ("sliding_window", "attention_chunk_size"))
         if any(_field_values(s, ("sliding_window", "attention_chunk_size")) != core for s in specs):
             raise _Incompatible
-        windows = {s.sliding_window for s in specs if s.sliding_window is not None}
-        chunks = {s.attention_chunk_size for s in specs if s.attention_chunk_size is not None}
+        full = cast(Sequence[FullAttentionSpec], specs)
+        windows = {s.sliding_window for s in full if s.sliding_window is not None}
+        chunks = {s.attention_chunk_size for s in full if s.attention_chunk_size is not None}
         if len(windows) > 1 or len(chunks) > 1 or (windows and chunks):
             raise _Incompatible
         return replace(
@@ -271,10 +285,11 @@ def _is_uniform_type(specs: Mapping[str, Spec]) -> bool:
 
 
 def _promote_one(spec: Spec, block_size: int) -> Spec:
-    def padded(s) -> int | None:
+    def padded(s: Any) -> int | None:
         if s.page_size_padded is None:
             return None
-        return max(s.page_size_padded, s.unpadded_page_size_bytes * block_size // s.block_size)
+        page: int = max(s.page_size_padded, s.unpadded_page_size_bytes * block_size // s.block_size)
+        return page
 
     if isinstance(spec, SlidingWindowMLASpec):
         return MLAAttentionSpec(
@@ -743,7 +758,7 @@ class PoolPlan:
                     total += Fraction(spec.unpadded_page_size_bytes, spec.block_size)
         return total
 
-    def groups_summary(self) -> list[dict]:
+    def groups_summary(self) -> list[dict[str, Any]]:
         ctx = self._ctx()
         return [
             {

@@ -110,7 +110,7 @@ class QuantScheme:
     quantize_lm_head: bool = False
     #: how ignore-list entries match module names: "exact", "substring" or "pattern"
     match_mode: str = "pattern"
-    _cache: dict = field(default_factory=dict, compare=False, repr=False)
+    _cache: dict[tuple[str, int], int] = field(default_factory=dict, compare=False, repr=False)
 
     # -- protocol ---------------------------------------------------------------------
     def tensor_bytes(self, tensor: WeightTensor, model_dtype_bytes: int) -> int | None:
@@ -452,7 +452,7 @@ def _compressed_tensors(qc: Mapping[str, Any], source: str, sm_major: int | None
 
 
 def _modelopt(qc: Mapping[str, Any], source: str) -> QuantScheme:
-    inner = qc.get("quantization") if isinstance(qc.get("quantization"), Mapping) else qc
+    inner: Any = qc.get("quantization") if isinstance(qc.get("quantization"), Mapping) else qc
     algo = str(inner.get("quant_algo") or "").upper()
     excluded = _as_list(inner.get("exclude_modules") or inner.get("ignore") or qc.get("ignore"))
     if "NVFP4" in algo or "FP4" in algo:

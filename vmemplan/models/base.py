@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from vmemplan.core.errors import ModelConfigError, UnsupportedArchitecture, UsageError
-from vmemplan.core.graph import GraphContext, WeightKind, WeightTensor
+from vmemplan.core.graph import GraphContext, WeightTensor
 
 if TYPE_CHECKING:
     from vmemplan.model_config import ModelConfig

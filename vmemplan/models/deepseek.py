@@ -19,12 +19,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from vmemplan.core.errors import UsageError
-from vmemplan.models.base import Adapter, register
 from vmemplan.core.graph import GraphContext, WeightTensor
-from vmemplan.models.dense import pad_vocab, pp_layer_range
 from vmemplan.core.kv_specs import MLAAttentionSpec, kv_dtype_bytes, mla_record_bytes
-from vmemplan.laws.moe import moe_shard
 from vmemplan.core.units import dtype_bytes
+from vmemplan.laws.moe import moe_shard
+from vmemplan.models.base import Adapter, register
+from vmemplan.models.dense import pad_vocab, pp_layer_range
 
 __all__ = [
     "DeepseekMLA",

@@ -27,13 +27,13 @@ import math
 from typing import Any
 
 from vmemplan.core.errors import UsageError
-from vmemplan.models.base import Adapter, register
 from vmemplan.core.graph import GraphContext, WeightTensor
+from vmemplan.core.kv_specs import CircularBufferSpec, MLAAttentionSpec, SlidingWindowMLASpec
+from vmemplan.core.units import dtype_bytes
+from vmemplan.laws.kv_specs import compressor_state_block_size, deepseek_v4_page_alignment, deepseek_v4_record_bytes
+from vmemplan.models.base import Adapter, register
 from vmemplan.models.deepseek import moe_expert_tensors, shared_expert_tensors
 from vmemplan.models.dense import pad_vocab, pp_layer_range
-from vmemplan.core.kv_specs import CircularBufferSpec, MLAAttentionSpec, SlidingWindowMLASpec
-from vmemplan.laws.kv_specs import compressor_state_block_size, deepseek_v4_page_alignment, deepseek_v4_record_bytes
-from vmemplan.core.units import dtype_bytes
 
 __all__ = ["DeepseekV4", "DeepseekV41", "compress_ratios", "mega_attention_serves", "prefill_workspace_bytes"]
 

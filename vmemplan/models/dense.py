@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from vmemplan.models.base import Adapter, register, register_generic, rope_cache_positions
 from vmemplan.core.graph import GraphContext, WeightTensor
 from vmemplan.core.kv_specs import FullAttentionSpec, SlidingWindowSpec, kv_dtype_bytes
 from vmemplan.core.units import dtype_bytes
+from vmemplan.models.base import Adapter, register, register_generic, rope_cache_positions
 
 __all__ = ["LlamaLike", "Qwen2", "Qwen3", "GenericDecoder", "pad_vocab", "pp_layer_range"]
 

@@ -24,11 +24,11 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from vmemplan.core.errors import UsageError
-from vmemplan.models.base import Adapter
 from vmemplan.core.graph import GraphContext, WeightTensor
-from vmemplan.core.kv_specs import FullAttentionSpec, MLAAttentionSpec, MambaSpec, kv_dtype_bytes
-from vmemplan.laws.moe import moe_shard
+from vmemplan.core.kv_specs import FullAttentionSpec, MambaSpec, MLAAttentionSpec, kv_dtype_bytes
 from vmemplan.core.units import dtype_bytes
+from vmemplan.laws.moe import moe_shard
+from vmemplan.models.base import Adapter
 from vmemplan.models.dense import pp_layer_range
 
 __all__ = [

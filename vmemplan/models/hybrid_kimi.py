@@ -11,8 +11,8 @@ vllm/models/kimi_k3/nvidia/mla.py (the q_lora_rank = None branch), 0.33.0.
 from __future__ import annotations
 
 from vmemplan.core.errors import ModelConfigError, UsageError
-from vmemplan.models.base import register
 from vmemplan.core.graph import GraphContext, WeightTensor
+from vmemplan.models.base import register
 from vmemplan.models.dense import pad_vocab
 from vmemplan.models.hybrid import (
     HybridAdapter,

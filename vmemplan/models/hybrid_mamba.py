@@ -9,8 +9,8 @@ vllm/model_executor/layers/mamba/mamba_mixer2.py (MambaMixer2), 0.33.0.
 from __future__ import annotations
 
 from vmemplan.core.errors import ModelConfigError, UsageError
-from vmemplan.models.base import register
 from vmemplan.core.graph import GraphContext, WeightTensor
+from vmemplan.models.base import register
 from vmemplan.models.dense import pad_vocab
 from vmemplan.models.hybrid import (
     HybridAdapter,

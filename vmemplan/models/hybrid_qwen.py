@@ -14,8 +14,8 @@ or "full_attention"; when absent, transformers' Qwen3NextConfig makes every
 from __future__ import annotations
 
 from vmemplan.core.errors import ModelConfigError, UsageError
-from vmemplan.models.base import register
 from vmemplan.core.graph import GraphContext, WeightTensor
+from vmemplan.models.base import register
 from vmemplan.models.dense import pad_vocab
 from vmemplan.models.hybrid import (
     HybridAdapter,

@@ -23,11 +23,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from vmemplan.core.graph import GraphContext, WeightTensor
+from vmemplan.core.units import dtype_bytes
 from vmemplan.laws.moe import ExpertPlacement, eplb_state_bytes, expert_placement
 from vmemplan.models.base import register
-from vmemplan.core.graph import GraphContext, WeightTensor
 from vmemplan.models.dense import LlamaLike, pad_vocab
-from vmemplan.core.units import dtype_bytes
 
 __all__ = ["MoEDecoder", "Mixtral", "Qwen2Moe", "Qwen3Moe", "PhiMoE", "Glm4Moe", "MiniMaxM2"]
 

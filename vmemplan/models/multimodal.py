@@ -25,12 +25,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from vmemplan.core.errors import ModelConfigError, UsageError
-from vmemplan.laws import multimodal as mm_law
-from vmemplan.models.base import register, rope_cache_positions
 from vmemplan.core.graph import GraphContext, WeightTensor
-from vmemplan.models.dense import LlamaLike, Qwen2, Qwen3, pad_vocab
 from vmemplan.core.kv_specs import CrossAttentionSpec, FullAttentionSpec, kv_dtype_bytes
 from vmemplan.core.units import dtype_bytes
+from vmemplan.laws import multimodal as mm_law
+from vmemplan.models.base import register, rope_cache_positions
+from vmemplan.models.dense import LlamaLike, Qwen2, Qwen3, pad_vocab
 
 __all__ = [
     "VisionEncoderMixin",

@@ -21,11 +21,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from vmemplan.core.errors import UnsupportedArchitecture, UsageError
-from vmemplan.models.base import register, rope_cache_positions
 from vmemplan.core.graph import GraphContext, WeightTensor
-from vmemplan.models.dense import LlamaLike, pad_vocab
 from vmemplan.core.kv_specs import FullAttentionSpec, kv_dtype_bytes
 from vmemplan.core.units import dtype_bytes
+from vmemplan.models.base import register, rope_cache_positions
+from vmemplan.models.dense import LlamaLike, pad_vocab
 
 __all__ = ["DeciLM", "ffn_mult_to_intermediate_size", "BlockShape"]
 

@@ -12,7 +12,17 @@ from vmemplan.sim.scheduler import (
     TimelineBucket,
     simulate,
 )
-from vmemplan.sim.speed import GpuSpeed, LatencyRow, SpeedModelInputs, TimedResult, attach_timing, decode_time_s, latency_table, prefill_time_s, step_time_s
+from vmemplan.sim.speed import (
+    GpuSpeed,
+    LatencyRow,
+    SpeedModelInputs,
+    TimedResult,
+    attach_timing,
+    decode_time_s,
+    latency_table,
+    prefill_time_s,
+    step_time_s,
+)
 from vmemplan.sim.traffic import RequestSpec, Traffic, parse_arrival, parse_dist
 
 __all__ = [

@@ -51,8 +51,9 @@ twice, the count view equals the id view, the pool is never exceeded, tokens are
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence, Union
+from typing import Union
 
 from vmemplan.core.errors import UsageError
 from vmemplan.sim.traffic import RequestSpec, Traffic

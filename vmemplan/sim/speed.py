@@ -31,8 +31,9 @@ through :func:`parse_speed_constants`.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, Sequence
+from typing import TYPE_CHECKING, Literal
 
 from vmemplan.core.errors import UsageError
 from vmemplan.sim.scheduler import weighted_percentiles
@@ -86,7 +87,7 @@ class GpuSpeed:
         bf16_tflops: float,
         fp8_tflops: float | None = None,
         interconnect_gbps_bidirectional: float | None = None,
-    ) -> "GpuSpeed":
+    ) -> GpuSpeed:
         """From registry/gpus.yaml units: TB/s (1e12 B/s), TFLOP/s, bidirectional GB/s (halved here)."""
         return cls(
             bandwidth_bytes_per_s=memory_bandwidth_tbps * 1e12,
@@ -259,15 +260,15 @@ class TimedResult:
 
     step_times_s: tuple[float, ...]
     total_time_s: float
-    ttft_ms: "Percentiles"
-    itl_ms: "Percentiles"
-    e2e_ms: "Percentiles"
+    ttft_ms: Percentiles
+    itl_ms: Percentiles
+    e2e_ms: Percentiles
     output_tokens_per_s: float
     request_ttft_ms: tuple[float | None, ...]
 
 
 def attach_timing(
-    result: "SimResult",
+    result: SimResult,
     model: SpeedModelInputs,
     gpu: GpuSpeed,
     constants: SpeedConstants,
