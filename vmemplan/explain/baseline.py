@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from vmemplan.errors import UsageError, VmemplanError
+from vmemplan.core.errors import UsageError, VmemplanError
 from vmemplan.explain.parse import Startup
 
 if TYPE_CHECKING:

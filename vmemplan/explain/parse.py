@@ -112,9 +112,9 @@ def split_corpus_header(text: str) -> tuple[dict[str, Any] | None, str]:
     body = "\n".join(lines[end:])
     data: Any = None
     try:
-        import yaml  # lazy: keep module import light
+        from vmemplan._yaml import safe_load_text  # lazy: keep module import light
 
-        data = yaml.safe_load("\n".join(head))
+        data = safe_load_text("\n".join(head))
     except Exception:  # noqa: BLE001 - any YAML problem falls back to the tiny reader
         data = None
     if not isinstance(data, dict):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from vmemplan.errors import UsageError, VmemplanError
+from vmemplan.core.errors import UsageError, VmemplanError
 from vmemplan.explain.baseline import resolve_baseline
 from vmemplan.explain.parse import Startup
 from vmemplan.explain.whatif import model_check_inputs, what_if

@@ -136,12 +136,6 @@ class Startup:
     def primary_rank(self) -> int:
         return self.ranks[0] if 0 not in self.ranks else 0
 
-    def to_json(self, **explain_kwargs: Any) -> dict[str, Any]:
-        """The JSON contract entry for this startup (schema_version 1), checks included."""
-        from vmemplan.explain.explain import explain  # local: explain imports this module
-
-        return explain(self, **explain_kwargs).to_json()
-
 
 
 

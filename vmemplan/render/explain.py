@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from vmemplan.units import GIB
+from vmemplan.core.units import GIB
 
 if TYPE_CHECKING:
     from vmemplan.explain.explain import Report
