@@ -27,6 +27,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from vmemplan.core.graph import GraphContext
+from vmemplan.core.units import dtype_bytes, format_gib
+from vmemplan.core.version import version_tuple_or_none
 from vmemplan.laws.budget import available_kv_cache_bytes, requested_memory_bytes
 from vmemplan.laws.kv_pool import (
     PoolContext,
@@ -38,9 +41,6 @@ from vmemplan.laws.kv_pool import (
     size_pool,
 )
 from vmemplan.laws.weights import WeightBreakdown, weight_bytes_per_rank
-from vmemplan.core.graph import GraphContext
-from vmemplan.core.units import dtype_bytes, format_gib
-from vmemplan.core.version import version_tuple_or_none
 from vmemplan.result import EngineSettings, KvCacheSummary, KvGroup, MemoryPlan, PerRank, Provenance, Verdict
 
 if TYPE_CHECKING:

@@ -14,7 +14,8 @@ from vmemplan.core.errors import UsageError, VmemplanError
 from vmemplan.explain.parse import Startup
 
 if TYPE_CHECKING:
-    from typing import Any, Sequence
+    from collections.abc import Sequence
+    from typing import Any
 
     from vmemplan.explain.model_link import ModelLink
     from vmemplan.registry import Gpu, Registry

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import codecs
 import re
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from vmemplan.explain.accumulator import Acc
 from vmemplan.explain.freeze import freeze

@@ -6,8 +6,9 @@ Pure data; the parser that fills them is :mod:`vmemplan.explain.parse`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any, Mapping
+from typing import Any
 
 __all__ = ["FIGURE_JSON_KEYS", "FIGURE_NAMES", "GIB", "Figures", "LogLine", "Startup", "half_unit_bytes"]
 

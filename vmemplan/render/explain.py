@@ -7,7 +7,8 @@ this module only formats it.  No arithmetic beyond unit conversion.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from vmemplan.core.units import GIB
 

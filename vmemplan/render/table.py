@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from vmemplan.render.vllm_log import log_lines
 from vmemplan.core.units import GIB
+from vmemplan.render.vllm_log import log_lines
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
