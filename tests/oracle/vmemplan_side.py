@@ -92,13 +92,16 @@ def vmemplan_figures(fx: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-EXACT_KEYS = ("weights_bytes", "num_blocks", "tokens", "max_concurrency")
+WEIGHT_KEYS = ("weights_bytes",)
+KV_KEYS = ("num_blocks", "tokens", "max_concurrency")
+EXACT_KEYS = WEIGHT_KEYS + KV_KEYS
 
 
-def mismatches(fx: dict[str, Any], vm: dict[str, Any] | None = None) -> list[str]:
-    """The exact comparisons that fail, as readable strings (empty when all agree)."""
+def mismatches(fx: dict[str, Any], vm: dict[str, Any] | None = None,
+               keys: tuple[str, ...] = EXACT_KEYS) -> list[str]:
+    """The exact comparisons among ``keys`` that fail, as readable strings (empty when all agree)."""
     vm = vm if vm is not None else vmemplan_figures(fx)
     if "error" in vm:
         return [f"vmemplan refused (exit {vm['exit_code']}): {vm['error']}"]
     ref = oracle_figures(fx)
-    return [f"{k}: vmemplan {vm[k]!r} != oracle {ref[k]!r}" for k in EXACT_KEYS if vm[k] != ref[k]]
+    return [f"{k}: vmemplan {vm[k]!r} != oracle {ref[k]!r}" for k in keys if vm[k] != ref[k]]
