@@ -53,8 +53,52 @@ def row(path: Path) -> dict:
     return out
 
 
+_MLA_W = ("MLA's W_UK_T and W_UV, bf16 copies of kv_b_proj split per head (heads/TP x 128 x kv_lora_rank, "
+          "2 tensors per layer) made by process_weights_after_loading "
+          "(model_executor/layers/attention/mla_attention.py), not counted")
+_MLA = (_MLA_W + "; and DeepSeek's YaRN cos/sin cache priced in fp32 by vmemplan where vLLM holds it in bf16 "
+        "on the default path (fp32 only with its custom op enabled and FlashInfer present), +20,971,520 B")
+_DSA = ("the sparse-attention (DSA) index buffers allocated with the model: the shared top-k index buffer "
+        "(max_num_batched_tokens x index_topk int32, models/deepseek_v32/nvidia/model.py) and the "
+        "SparseMLAIndexGroupBuilder's rows, 581,562,856 B int32 at 8,192 batched tokens in all "
+        "(the oracle's other_device_tensors), not counted")
+
 # causes diagnosed by hand (dump_tensors.py, vLLM source), by case id prefix -> text
-MANUAL_WEIGHT_CAUSES: dict[str, str] = {}
+MANUAL_WEIGHT_CAUSES: dict[str, str] = {
+    # dump_tensors.py: w13_weight_scale_inv [128, 6, 64], w2_weight_scale_inv [128, 64, 3] per layer
+    "Qwen-Qwen3-235B-A22B-FP8.tp8": (
+        "block-FP8 MoE scales on a refined 64x64 grid: the expert intermediate size per rank (1536/8 = 192) "
+        "is not a multiple of the checkpoint's 128 block, so vLLM 0.33 creates w13/w2_weight_scale_inv at "
+        "the refined block shape (quantization/fp8.py::Fp8MoEMethod.create_weights, "
+        "resolve_fp8_moe_weight_block_shape; vLLM [128,6,64]+[128,64,3] fp32 per layer vs vmemplan's 128-grid "
+        "[128,4,32]+[128,32,2]); plus the 24 B/layer attention scales"),
+    "MiniMaxAI-MiniMax-M2.5.tp8": (
+        "block-FP8 MoE scales on a refined 64x64 grid (expert intermediate 1536/8 = 192 per rank, not a "
+        "multiple of 128; quantization/fp8.py::Fp8MoEMethod.create_weights, resolve_fp8_moe_weight_block_shape); "
+        "plus the 24 B/layer attention scales"),
+    # dump_tensors.py (DeepSeek-V3 tp8): self_attn.mla_attn.mla_attn.W_UK_T [16,128,512] and W_UV
+    # [16,512,128] bf16 per layer; rotary_emb.cos_sin_cache [163840, 64] bf16 (vmemplan: fp32)
+    "deepseek-ai-DeepSeek-V3.": _MLA,
+    "deepseek-ai-DeepSeek-R1.": _MLA,
+    "moonshotai-Kimi-K2-Instruct.": _MLA,
+    "deepseek-ai-DeepSeek-Coder-V2-Lite-Base.": _MLA,
+    # dump_tensors.py (DeepSeek-V3.2 tp8): W_UK_T/W_UV as above, and 581,562,856 B of int32
+    # other_device_tensors present from construction; two bf16 cos/sin caches (rotary_emb,
+    # indexer_rope_emb) that together equal vmemplan's one fp32 cache
+    "deepseek-ai-DeepSeek-V3.2.": _MLA_W + "; " + _DSA,
+    "zai-org-GLM-5.": _MLA_W + "; " + _DSA,
+    # fixture largest: ffn.experts.routed_experts.w13_weight [256, 512, 2048] uint8 per layer at tp8
+    "deepseek-ai-DeepSeek-V4-": (
+        "routed experts priced as block-FP8 (1 B per weight) where the config's expert_dtype 'fp4' makes vLLM 0.33 "
+        "hold them packed FP4 (uint8, 2 weights per byte: w13 [256, 512, 2048] per layer at TP 8, with "
+        "float8_e8m0fnu block scales); NB the oracle's process_weights_after_loading failed here "
+        "(CAVEAT, construction-time shapes; the Marlin repack that would follow is not included)"),
+    # dump_tensors.py: model.layers.*.{qkv,o,gate_up,down}_proj.qzeros int32
+    "TheBloke-Llama-2-7B-GPTQ": (
+        "GPTQ zero points: vLLM 0.33's quantization/auto_gptq.py::AutoGPTQLinearMethod.create_weights registers "
+        "an int32 qzeros [in/group, out/8] per quantized linear (25,296,896 B at TP 1), which vmemplan's GPTQ "
+        "scheme does not count; plus the 16 B/layer attention scales"),
+}
 MANUAL_KV_CAUSES: dict[str, str] = {}
 
 ATTN_SCALES = ("Attention's fp32 _k_scale/_v_scale/_q_scale/_prob_scale buffers, 16 B per attention "
@@ -159,6 +203,25 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def print_vmemplan_tensors(case_id: str) -> None:
+    """vmemplan's weight tensors for one case (name, kind, elements, units, parts), to set
+    beside ``dump_tensors.py``'s list of vLLM's tensors."""
+    from vmemplan.api import plan_with_request
+    from vmemplan.planner import _graph_context
+
+    fx = side.load(side.FIXTURES / f"{case_id}.json")
+    o = fx["oracle"]
+    req, _ = plan_with_request(model=str(ROOT / fx["config"]), gpu=side.GPU, vllm_version="0.33.0",
+                               tensor_parallel_size=o["tp"], max_model_len=o["max_model_len"],
+                               kv_cache_memory=o["available_bytes"])
+    sch = req.quant_scheme
+    for t in req.adapter.weight_tensors(_graph_context(req, 0)):
+        parts = None
+        if sch is not None and hasattr(sch, "tensor_parts") and (t.quantizable or t.kind in ("expert", "lm_head", "embedding")):
+            parts = sch.tensor_parts(t, 2)
+        print(getattr(t, "name", t), t.kind, t.elements, t.dtype, t.num_allocations, parts)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=str(HERE / "REPORT.md"))
@@ -166,7 +229,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", nargs="*", default=None)
     ap.add_argument("--write-gaps", action="store_true",
                     help="rewrite tests/oracle/oracle_known_gaps.py from this comparison")
+    ap.add_argument("--tensors", default=None, metavar="ID", help="print vmemplan's tensors for one case and stop")
     a = ap.parse_args(argv)
+    if a.tensors:
+        print_vmemplan_tensors(a.tensors)
+        return 0
     paths = [p for p in side.fixture_paths() if not a.only or p.stem in a.only]
     rows = []
     for p in paths:
