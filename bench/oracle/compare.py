@@ -57,25 +57,25 @@ _MLA_W = ("MLA's W_UK_T and W_UV, bf16 copies of kv_b_proj split per head (heads
           "2 tensors per layer) made by process_weights_after_loading "
           "(model_executor/layers/attention/mla_attention.py), not counted")
 _MLA = (_MLA_W + "; and DeepSeek's YaRN cos/sin cache priced in fp32 by vmemplan where vLLM holds it in bf16 "
-        "on the default path (fp32 only with its custom op enabled and FlashInfer present), +20,971,520 B")
+        "on the default path (fp32 only with its custom op enabled and FlashInfer present): vmemplan + max_position "
+        "x rope_dim x 2 B (+20,971,520 B at 163,840 positions)")
 _DSA = ("the sparse-attention (DSA) index buffers allocated with the model: the shared top-k index buffer "
         "(max_num_batched_tokens x index_topk int32, models/deepseek_v32/nvidia/model.py) and the "
         "SparseMLAIndexGroupBuilder's rows, 581,562,856 B int32 at 8,192 batched tokens in all "
         "(the oracle's other_device_tensors), not counted")
 
+_FP8_REFINED = (
+    "block-FP8 MoE scales on a refined 64x64 grid: the expert intermediate size per rank (1536/8 = 192) is not "
+    "a multiple of the checkpoint's 128 block, so vLLM 0.33 creates w13/w2_weight_scale_inv at the refined "
+    "block shape (quantization/fp8.py::Fp8MoEMethod.create_weights, resolve_fp8_moe_weight_block_shape; "
+    "Qwen3-235B: vLLM [128,6,64]+[128,64,3] fp32 per layer vs vmemplan's 128-grid [128,4,32]+[128,32,2]); "
+    "plus the 24 B/layer attention scales")
+
 # causes diagnosed by hand (dump_tensors.py, vLLM source), by case id prefix -> text
 MANUAL_WEIGHT_CAUSES: dict[str, str] = {
     # dump_tensors.py: w13_weight_scale_inv [128, 6, 64], w2_weight_scale_inv [128, 64, 3] per layer
-    "Qwen-Qwen3-235B-A22B-FP8.tp8": (
-        "block-FP8 MoE scales on a refined 64x64 grid: the expert intermediate size per rank (1536/8 = 192) "
-        "is not a multiple of the checkpoint's 128 block, so vLLM 0.33 creates w13/w2_weight_scale_inv at "
-        "the refined block shape (quantization/fp8.py::Fp8MoEMethod.create_weights, "
-        "resolve_fp8_moe_weight_block_shape; vLLM [128,6,64]+[128,64,3] fp32 per layer vs vmemplan's 128-grid "
-        "[128,4,32]+[128,32,2]); plus the 24 B/layer attention scales"),
-    "MiniMaxAI-MiniMax-M2.5.tp8": (
-        "block-FP8 MoE scales on a refined 64x64 grid (expert intermediate 1536/8 = 192 per rank, not a "
-        "multiple of 128; quantization/fp8.py::Fp8MoEMethod.create_weights, resolve_fp8_moe_weight_block_shape); "
-        "plus the 24 B/layer attention scales"),
+    "Qwen-Qwen3-235B-A22B-FP8.tp8": _FP8_REFINED,
+    "MiniMaxAI-MiniMax-M2.5.tp8": _FP8_REFINED,
     # dump_tensors.py (DeepSeek-V3 tp8): self_attn.mla_attn.mla_attn.W_UK_T [16,128,512] and W_UV
     # [16,512,128] bf16 per layer; rotary_emb.cos_sin_cache [163840, 64] bf16 (vmemplan: fp32)
     "deepseek-ai-DeepSeek-V3.": _MLA,
@@ -85,6 +85,9 @@ MANUAL_WEIGHT_CAUSES: dict[str, str] = {
     # dump_tensors.py (DeepSeek-V3.2 tp8): W_UK_T/W_UV as above, and 581,562,856 B of int32
     # other_device_tensors present from construction; two bf16 cos/sin caches (rotary_emb,
     # indexer_rope_emb) that together equal vmemplan's one fp32 cache
+    # dump_tensors.py (tp2): W_UK_T/W_UV [16,128,512]/[16,512,128] bf16 on the 7 MLA layers (NoPE: no rope
+    # cache); 7 fp32 scalars per MLA layer (_k/_v/_q/_prob_scale, _one_scale, _q/_k_scale_inv)
+    "moonshotai-Kimi-Linear-": _MLA_W + "; and 28 B of fp32 scale buffers per MLA layer",
     "deepseek-ai-DeepSeek-V3.2.": _MLA_W + "; " + _DSA,
     "zai-org-GLM-5.": _MLA_W + "; " + _DSA,
     # fixture largest: ffn.experts.routed_experts.w13_weight [256, 512, 2048] uint8 per layer at tp8
@@ -93,13 +96,36 @@ MANUAL_WEIGHT_CAUSES: dict[str, str] = {
         "hold them packed FP4 (uint8, 2 weights per byte: w13 [256, 512, 2048] per layer at TP 8, with "
         "float8_e8m0fnu block scales); NB the oracle's process_weights_after_loading failed here "
         "(CAVEAT, construction-time shapes; the Marlin repack that would follow is not included)"),
+    # fixture largest (tp8): routed_experts.w13_weight.storage.data [128, 5760, 192] uint8 per layer, held in
+    # other_device_tensors after process_weights_after_loading
+    "openai-gpt-oss-": (
+        "MXFP4 experts on SM90 use the Triton (OAI triton_kernels) backend: vLLM pads the per-rank expert "
+        "intermediate size (to 384 at TP 8) but keeps the hidden size 2,880 unpadded and swizzles the weights into "
+        "wrapper tensors (w13 [128, 5760, 192] uint8 per layer at TP 8); vmemplan pads the hidden size to 3,072 as "
+        "the Marlin/FlashInfer layouts do (quantization/mxfp4.py; issue 12, item 5)"),
     # dump_tensors.py: model.layers.*.{qkv,o,gate_up,down}_proj.qzeros int32
     "TheBloke-Llama-2-7B-GPTQ": (
         "GPTQ zero points: vLLM 0.33's quantization/auto_gptq.py::AutoGPTQLinearMethod.create_weights registers "
         "an int32 qzeros [in/group, out/8] per quantized linear (25,296,896 B at TP 1), which vmemplan's GPTQ "
         "scheme does not count; plus the 16 B/layer attention scales"),
 }
-MANUAL_KV_CAUSES: dict[str, str] = {}
+MANUAL_KV_CAUSES: dict[str, str] = {
+    # fixture groups: six MambaSpec groups with blocks_per_request 3 (num_prefill_checkpoint_blocks 1,
+    # mamba_cache_mode align) + one FullAttentionSpec group with 2
+    "nvidia-N": (
+        "Mamba-2 prefill checkpoint page: vLLM 0.33's MambaMixer2.get_kv_cache_spec sets "
+        "num_prefill_checkpoint_blocks=1, so with prefix caching on (mamba_cache_mode 'align', the serve default) "
+        "MambaSpec.max_memory_usage_bytes charges 3 pages a request per Mamba group, not 2 "
+        "(model_executor/layers/mamba/mamba_mixer2.py, v1/kv_cache_interface.py); vmemplan adds it only for the "
+        "gated-delta families, so tokens and concurrency are too high (issue 12, item 1); the blocks agree"),
+    # fixture groups: one SlidingWindowSpec group, blocks_per_request 2049 at 32,768 tokens
+    "microsoft-Phi-3": (
+        "vLLM 0.33 gives every layer a SlidingWindowSpec from config.sliding_window (engine/arg_utils.py "
+        "EngineArgs.create_engine_config sets CacheConfig.sliding_window from ModelConfig.get_sliding_window() "
+        "when the config has no layer_types); the window exceeds max_model_len, so the pool is the same but "
+        "admission takes one more block per request (2,049 vs 2,048) and tokens = int(concurrency x L) falls; "
+        "vmemplan reads windows only from layer_types (issue 12, item 2)"),
+}
 
 ATTN_SCALES = ("Attention's fp32 _k_scale/_v_scale/_q_scale/_prob_scale buffers, 16 B per attention "
                "layer (vllm/model_executor/layers/attention/attention.py::set_default_quant_scales), not counted")
@@ -125,7 +151,7 @@ def weight_cause(r: dict, fx: dict) -> str | None:
     w = fx["oracle"]["weights"]
     fp32_buf = (w.get("buffers_by_dtype") or {}).get("float32", 0)
     n_attn = fp32_buf // 16
-    pct = f"{d:+,} B ({d / r['oracle']['weights_bytes'] * 100:+.4f} %)"
+    pct = f"{d:+,} B ({d / r['oracle']['weights_bytes'] * 100:+.3g} %)"
     if fp32_buf and d == -fp32_buf:
         return f"{pct}: {ATTN_SCALES}"
     if fp32_buf and d == -(fp32_buf + 8 * n_attn):
@@ -175,6 +201,27 @@ def write_gaps(rows: list[dict], path: Path) -> None:
     body += [f"    {k!r}: {v!r}," for k, v in sorted(kg.items())]
     body += ["}", ""]
     path.write_text("\n".join(body))
+
+
+def grouped_gaps(rows: list[dict]) -> str:
+    """Plain-text summary of the gaps grouped by cause."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    for r in rows:
+        if "vmemplan" not in r:
+            continue
+        fx = side.load(side.FIXTURES / f"{r['id']}.json")
+        for aspect, cause in (("weights", weight_cause(r, fx)), ("kv", kv_cause(r))):
+            if not cause:
+                continue
+            key = cause.split(": ", 1)[1] if aspect == "weights" and ": " in cause else cause
+            if aspect == "kv" and ": " in cause:
+                key = cause.rsplit(": ", 1)[1]
+            figure = cause.split(": ", 1)[0] if aspect == "weights" else cause.rsplit(": ", 1)[0]
+            groups.setdefault((aspect, key), []).append(f"{r['id']} ({figure})")
+    out = []
+    for (aspect, key), cases in sorted(groups.items(), key=lambda kv: (kv[0][0], -len(kv[1]))):
+        out.append(f"[{aspect}] {key}\n  {len(cases)} case(s): " + "; ".join(cases) + "\n")
+    return "\n".join(out)
 
 
 def table(rows: list[dict]) -> str:
@@ -227,6 +274,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default=str(HERE / "REPORT.md"))
     ap.add_argument("--json", default=None, help="also write the rows as JSON")
     ap.add_argument("--only", nargs="*", default=None)
+    ap.add_argument("--gaps-text", default=None, help="write the gaps grouped by cause to this file")
     ap.add_argument("--write-gaps", action="store_true",
                     help="rewrite tests/oracle/oracle_known_gaps.py from this comparison")
     ap.add_argument("--tensors", default=None, metavar="ID", help="print vmemplan's tensors for one case and stop")
@@ -257,6 +305,8 @@ def main(argv: list[str] | None = None) -> int:
             "layers×block size:bytes per pool block.  o = oracle (vLLM), v = vmemplan.\n\n"
             + summary + "\n\n" + table(rows) + "\n")
     Path(a.out).write_text(text)
+    if a.gaps_text:
+        Path(a.gaps_text).write_text(grouped_gaps(rows))
     if a.write_gaps:
         write_gaps(rows, ROOT / "tests" / "oracle" / "oracle_known_gaps.py")
     if a.json:

@@ -30,10 +30,12 @@ def main() -> int:
     sys.modules["vllm_oracle"] = mod
     spec.loader.exec_module(mod)
     dumps: list[list] = []
+    aliases: list[list] = []
     orig = mod.tensor_bytes
 
     def wrapped(model):
         rows, seen = [], set()
+        counted = {}
         for kind, items in (("parameter", model.named_parameters(remove_duplicate=False)),
                             ("buffer", model.named_buffers(remove_duplicate=False))):
             for name, t in items:
@@ -44,6 +46,17 @@ def main() -> int:
                     continue
                 rows.append((name, list(t.shape), str(t.dtype).replace("torch.", ""), kind,
                              t.numel() * t.element_size()))
+                counted[id(t)] = name
+        # a tensor that is a view of another counted tensor shares its storage on a GPU: the
+        # oracle (which counts tensors, not storages, on meta) counts its bytes twice
+        al = []
+        for kind, items in (("parameter", model.named_parameters(remove_duplicate=False)),
+                            ("buffer", model.named_buffers(remove_duplicate=False))):
+            for name, t in items:
+                base = getattr(t, "_base", None)
+                if t is not None and base is not None and id(base) in counted and counted.get(id(t)) == name:
+                    al.append((name, counted[id(base)], t.numel() * t.element_size()))
+        aliases.append(al)
         dumps.append(rows)
         return orig(model)
 
@@ -57,8 +70,18 @@ def main() -> int:
         e[1] += n
     rows = [{"name": k[0], "shape": list(k[1]), "dtype": k[2], "kind": k[3], "count": v[0], "bytes": v[1]}
             for k, v in sorted(merged.items(), key=lambda kv: -kv[1][1])]
+    al = aliases[-1] if aliases else []
+    alias_rows: dict[tuple, list] = {}
+    for name, base, n in al:
+        key = (re.sub(r"\.\d+\.", ".*.", name), re.sub(r"\.\d+\.", ".*.", base))
+        e = alias_rows.setdefault(key, [0, 0])
+        e[0] += 1
+        e[1] += n
     with open(out_path, "w") as f:
-        json.dump({"argv": argv, "tensors": rows}, f, indent=1)
+        json.dump({"argv": argv, "tensors": rows,
+                   "aliased_views_bytes": sum(n for _, _, n in al),
+                   "aliased_views": [{"name": k[0], "view_of": k[1], "count": v[0], "bytes": v[1]}
+                                     for k, v in alias_rows.items()]}, f, indent=1)
     return rc
 
 

@@ -35,7 +35,8 @@ def oracle_figures(fx: dict[str, Any]) -> dict[str, Any]:
     o = fx["oracle"]
     w = o["weights"]
     return {
-        "weights_bytes": w["total_bytes"],
+        # bytes on a GPU: a view of another tensor shares its storage (bench/oracle/annotate_aliases.py)
+        "weights_bytes": w["total_bytes"] - w.get("aliased_views_bytes", 0),
         "block_size": o["cache_config_block_size"],
         "pool_block_bytes": o.get("pool_block_bytes"),
         # (layers, block size, the group's bytes per pool block over all its layers)
