@@ -247,6 +247,36 @@ def grouped_gaps(rows: list[dict]) -> str:
     return "\n".join(out)
 
 
+def coverage(rows: list[dict]) -> str:
+    """vLLM's text-generation architectures and what the fixtures say about each."""
+    archs = json.loads((HERE / "architectures.json").read_text())["architectures"]
+    by_arch: dict[str, list[dict]] = {}
+    for r in rows:
+        by_arch.setdefault(r["architecture"], []).append(r)
+    lines = ["| architecture | vLLM module.class | fixtures | vmemplan |", "|---|---|---|---|"]
+    for a in archs:
+        rs = by_arch.get(a["architecture"], [])
+        if not rs:
+            state, vm = "no config found", ""
+        elif all("oracle_error" in r for r in rs):
+            state, vm = f"{len(rs)}, vLLM refused: {rs[0]['oracle_error'][:90]}", ""
+        else:
+            ok = [r for r in rs if "vmemplan" in r]
+            state = f"{len(rs)}"
+            if any("error" in r["vmemplan"] for r in ok):
+                vm = "refused (exit 4)"
+            else:
+                kv = all(not [m for m in r["mismatches"] if not m.startswith("weights")] for r in ok)
+                w = all(not r["mismatches"] or all(m.startswith("kv") for m in r["mismatches"]) for r in ok)
+                vm = ("KV exact" if kv else "KV differs") + ", " + ("weights exact" if w else "weights differ")
+        lines.append(f"| {a['architecture']} | {a['module']}.{a['class']} | {state} | {vm} |")
+    with_fx = sum(1 for a in archs if by_arch.get(a["architecture"]))
+    planned = sum(1 for a in archs if any("vmemplan" in r for r in by_arch.get(a["architecture"], [])))
+    head = (f"{len(archs)} text-generation architectures in vLLM 0.33.0; a real config and fixtures for {with_fx}; "
+            f"an oracle answer for {planned}; no config found for {len(archs) - with_fx}.\n\n")
+    return head + "\n".join(lines)
+
+
 def table(rows: list[dict]) -> str:
     lines = [
         "| case | arch | tp | len | weights oracle B | weights vmemplan B | diff | block (o/v) | pool block B (o/v) "
@@ -338,7 +368,7 @@ def main(argv: list[str] | None = None) -> int:
             "`available_bytes` (40 GiB), passed to vmemplan as `--kv-cache-memory`; GPU h200 (the oracle's "
             "emulated SM 9.0).  Weights are per rank, before the CUDA allocator's rounding.  Groups: "
             "layers×block size:bytes per pool block.  o = oracle (vLLM), v = vmemplan.\n\n"
-            + summary + "\n\n" + table(rows) + "\n")
+            + summary + "\n\n" + table(rows) + "\n\n## Architecture coverage\n\n" + coverage(rows) + "\n")
     Path(a.out).write_text(text)
     if a.gaps_text:
         Path(a.gaps_text).write_text(grouped_gaps(rows))

@@ -8,7 +8,8 @@ Two exact comparisons per fixture:
 
 * ``test_weights``: the per-rank weight bytes before the CUDA allocator's rounding (the
   oracle's ``weights.total_bytes`` = parameters + buffers + other device tensors, after
-  vLLM's ``process_weights_after_loading``; vmemplan's ``WeightBreakdown.unrounded_bytes``).
+  vLLM's ``process_weights_after_loading``, less ``aliased_views_bytes``, the views the
+  meta-device oracle counts twice; vmemplan's ``WeightBreakdown.unrounded_bytes``).
 * ``test_kv_pool``: for the fixture's available bytes, the pool's ``num_blocks``, the
   "GPU KV cache size" tokens and the maximum concurrency (to the 2 decimals vLLM prints).
 
