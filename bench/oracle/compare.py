@@ -94,8 +94,7 @@ MANUAL_WEIGHT_CAUSES: dict[str, str] = {
     "deepseek-ai-DeepSeek-V4-": (
         "routed experts priced as block-FP8 (1 B per weight) where the config's expert_dtype 'fp4' makes vLLM 0.33 "
         "hold them packed FP4 (uint8, 2 weights per byte: w13 [256, 512, 2048] per layer at TP 8, with "
-        "float8_e8m0fnu block scales); NB the oracle's process_weights_after_loading failed here "
-        "(CAVEAT, construction-time shapes; the Marlin repack that would follow is not included)"),
+        "float8_e8m0fnu block scales)"),
     # fixture largest (tp8): routed_experts.w13_weight.storage.data [128, 5760, 192] uint8 per layer, held in
     # other_device_tensors after process_weights_after_loading
     "openai-gpt-oss-": (
@@ -105,8 +104,10 @@ MANUAL_WEIGHT_CAUSES: dict[str, str] = {
         "the Marlin/FlashInfer layouts do (quantization/mxfp4.py; issue 12, item 5)"),
     # dump_tensors.py: self_attn.attn.{q,k,v}_scale [1] fp32 and {q,k,v}_zero_point [1] bf16 per layer
     "unknown-Meta-Llama-3.1-8B-Instruct-FP8-compressed-tensors.": (
-        "a compressed-tensors checkpoint's attention parameters q/k/v_scale ([1] fp32) and q/k/v_zero_point "
-        "([1] bf16), 18 B per attention layer, plus the 16 B/layer attention scale buffers, not counted"),
+        "16 B/layer attention scale buffers not counted; the other 18 B/layer are the compressed-tensors "
+        "attention parameters q/k/v_scale ([1] fp32) and q/k/v_zero_point ([1] bf16), present at construction; "
+        "vLLM deletes the scales in process_weights_after_loading on a GPU, which failed on meta here, so "
+        "they are likely an oracle artefact"),
     # arithmetic: +vocab 256,000 x 8,192 x 2 B (lm_head) + 40 x 8,192 x 2 B (a second norm) - 40 x 16 B
     "CohereForAI-c4ai-command-r-v01.": (
         "vmemplan's generic decoder fallback: vLLM's CohereForCausalLM ties lm_head to the embedding and has one "
@@ -152,8 +153,10 @@ MANUAL_KV_CAUSES: dict[str, str] = {
 
 ATTN_SCALES = ("Attention's fp32 _k_scale/_v_scale/_q_scale/_prob_scale buffers, 16 B per attention "
                "layer (vllm/model_executor/layers/attention/attention.py::set_default_quant_scales), not counted")
-KV_SCALE_PARAMS = ("an FP8 checkpoint's per-layer q/k/v/prob_scale parameters, kept as 4 bf16 scalars "
-                   "after process_weights_after_loading (quantization/kv_cache.py::BaseKVCacheMethod), not counted")
+KV_SCALE_PARAMS = ("8 B/layer of q/k/v/prob_scale parameters (quantization/kv_cache.py::BaseKVCacheMethod."
+                   "create_weights) that vLLM deletes in process_weights_after_loading on a GPU; the oracle's "
+                   "post-processing failed on meta here (CAVEAT), so the fixture still counts them: an oracle "
+                   "artefact, not a vmemplan gap")
 
 
 def _manual(table: dict[str, str], case_id: str) -> str | None:
@@ -175,13 +178,16 @@ def weight_cause(r: dict, fx: dict) -> str | None:
     fp32_buf = (w.get("buffers_by_dtype") or {}).get("float32", 0)
     n_attn = fp32_buf // 16
     pct = f"{d:+,} B ({d / r['oracle']['weights_bytes'] * 100:+.3g} %)"
+    stage = ("" if w.get("stage") != "construction" else
+             " [construction-time weights: the oracle's process_weights_after_loading failed on meta (CAVEAT); "
+             "repacking it would do on a GPU is missing from the expected figure]")
     if fp32_buf and d == -fp32_buf:
         return f"{pct}: {ATTN_SCALES}"
     if fp32_buf and d == -(fp32_buf + 8 * n_attn):
-        return f"{pct}: {ATTN_SCALES}; and {KV_SCALE_PARAMS}"
+        return f"{pct}: {ATTN_SCALES}; the other {KV_SCALE_PARAMS}"
     if manual:
-        return f"{pct}: {manual}"
-    return f"{pct}: not yet diagnosed (see dump_tensors.py)"
+        return f"{pct}: {manual}{stage}"
+    return f"{pct}: not yet diagnosed (see dump_tensors.py){stage}"
 
 
 def kv_cause(r: dict) -> str | None:
