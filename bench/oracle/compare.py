@@ -374,7 +374,8 @@ def main(argv: list[str] | None = None) -> int:
             "`available_bytes` (40 GiB), passed to vmemplan as `--kv-cache-memory`; GPU h200 (the oracle's "
             "emulated SM 9.0).  Weights are per rank, before the CUDA allocator's rounding.  Groups: "
             "layers×block size:bytes per pool block.  o = oracle (vLLM), v = vmemplan.\n\n"
-            + summary + "\n\n" + table(rows) + "\n\n## Architecture coverage\n\n" + coverage(rows) + "\n")
+            + summary + "\n\n" + table(rows) + "\n\n## Gaps by cause\n\n```text\n" + grouped_gaps(rows)
+            + "```\n\n## Architecture coverage\n\n" + coverage(rows) + "\n")
     Path(a.out).write_text(text)
     if a.gaps_text:
         Path(a.gaps_text).write_text(grouped_gaps(rows))
