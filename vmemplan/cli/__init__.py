@@ -57,11 +57,13 @@ def _root(
 from vmemplan.cli.registry_cmds import gpus, models  # noqa: E402
 from vmemplan.cli.size import size  # noqa: E402
 
-app.command("size")(size)
+from vmemplan.cli._vllm_args import VllmCommand  # noqa: E402 - every vLLM flag, `-- vllm serve ...`
+
+app.command("size", cls=VllmCommand)(size)
 app.command("gpus")(gpus)
 app.command("models")(models)
-app.command("concurrency")(__import__("vmemplan.cli.concurrency", fromlist=["_"]).concurrency)
-app.command("sweep")(__import__("vmemplan.cli.sweep", fromlist=["_"]).sweep)
+app.command("concurrency", cls=VllmCommand)(__import__("vmemplan.cli.concurrency", fromlist=["_"]).concurrency)
+app.command("sweep", cls=VllmCommand)(__import__("vmemplan.cli.sweep", fromlist=["_"]).sweep)
 
 from vmemplan.cli.explain_log import explain_log  # noqa: E402
 

@@ -188,6 +188,14 @@ def with_engine_flags(command: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(command)
     def wrapper(**kwargs: Any) -> Any:
         engine = {name: kwargs.pop(name, None) for name in ENGINE_FLAGS}
+        # vLLM's own flags (and a pasted `-- vllm serve ...`), parsed by vmemplan.cli._vllm_args
+        from vmemplan.cli._vllm_args import current_vllm_command
+
+        parsed = current_vllm_command()
+        if parsed is not None:
+            from vmemplan.request.engine import engine_flags
+
+            engine.update(engine_flags(parsed))
         return command(**kwargs, engine=engine)
 
     params = own + extra

@@ -34,14 +34,26 @@ def size(
         vmemplan size meta-llama/Llama-3.1-8B --gpu h100 --util 0.92
 
         vmemplan size ./config.json --gpu l40s -tp 2 --format json
+
+        vmemplan size --gpu h100 -- vllm serve meta-llama/Llama-3.1-8B --max-model-len 32k --port 8000
     """
     from vmemplan.api import plan_from_flags
 
+    from vmemplan.cli._vllm_args import current_vllm_command
+
+    vllm_command = current_vllm_command()  # vLLM flags beyond vmemplan's own, or a pasted command
     plan = plan_from_flags(model=model, gpu=gpu, request_tokens=request_tokens, spinner=True, **engine)
+    if vllm_command is not None:
+        from vmemplan.request.engine import annotate_plan
+
+        plan = annotate_plan(plan, vllm_command)
     if output_format is OutputFormat.json:
         from vmemplan.render.json_out import dumps
 
-        emit(dumps(plan.to_json()))
+        data = plan.to_json()
+        if vllm_command is not None:
+            data["vllm_args"] = vllm_command.classes_json()  # additive field
+        emit(dumps(data))
     elif output_format is OutputFormat.log:
         emit("".join(line + "\n" for line in plan.log_lines))
     else:

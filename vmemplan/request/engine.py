@@ -1,0 +1,106 @@
+"""A parsed vLLM command -> vmemplan's engine flags, and the plan annotated with what it left out.
+
+:func:`engine_flags` maps the arguments vmemplan models onto the keyword names of
+:func:`vmemplan.api.plan_from_flags`; :func:`annotate_plan` adds a warning naming the flags
+that move GPU memory but are not modelled, and marks the figures they would move as estimated.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from vmemplan.request.vllm_args import ParsedCommand
+
+__all__ = ["engine_flags", "annotate_plan", "not_modelled_warning", "AFFECTED_FIGURES"]
+
+#: vLLM dest -> vmemplan's keyword (same name unless listed).
+_RENAMED = {"kv_cache_memory_bytes": "kv_cache_memory"}
+
+#: The engine keywords vmemplan's planner takes (vmemplan/cli/_options.py::ENGINE_FLAGS).
+_ENGINE_KEYS = (
+    "gpu_memory_utilization", "max_model_len", "max_num_seqs", "max_num_batched_tokens", "block_size",
+    "kv_cache_dtype", "dtype", "quantization", "tensor_parallel_size", "pipeline_parallel_size",
+    "data_parallel_size", "enable_expert_parallel", "enable_eplb", "num_redundant_experts",
+    "decode_context_parallel_size", "enforce_eager", "kv_cache_memory", "enable_prefix_caching",
+    "speculative_config", "limit_mm_per_prompt", "skip_mm_profiling", "mm_encoder_tp_mode", "runner",
+    "revision",
+)
+
+
+def engine_flags(parsed: ParsedCommand) -> dict[str, Any]:
+    """The modelled arguments of ``parsed`` as :func:`~vmemplan.api.plan_from_flags` keywords."""
+    out: dict[str, Any] = {}
+    for dest, value in parsed.args.items():
+        key = _RENAMED.get(dest, dest)
+        if key in _ENGINE_KEYS and value is not None:
+            out[key] = value
+    # --spec-method / --spec-model / --spec-tokens: shorthands for --speculative-config
+    # (vllm/engine/arg_utils.py, 0.33.0: merged into speculative_config)
+    short = {k: parsed.args[f"spec_{s}"] for s, k in
+             (("method", "method"), ("model", "model"), ("tokens", "num_speculative_tokens"))
+             if parsed.args.get(f"spec_{s}") is not None}
+    if short:
+        spec = out.get("speculative_config")
+        if isinstance(spec, str):
+            import json
+
+            spec = json.loads(spec)
+        out["speculative_config"] = {**(spec or {}), **short}
+    return out
+
+
+#: Which figures a not-modelled argument moves, by its config group (every one ends in the pool).
+AFFECTED_FIGURES: dict[str, tuple[str, ...]] = {
+    "LoRAConfig": ("weights_bytes", "activation_peak_bytes"),
+    "OffloadConfig": ("weights_bytes",),
+    "CompilationConfig": ("cuda_graph_bytes",),
+    "VllmConfig": ("cuda_graph_bytes", "activation_peak_bytes"),
+    "ModelConfig": ("weights_bytes", "activation_peak_bytes", "kv_cache.bytes_per_token"),
+    "CacheConfig": ("kv_cache.bytes_per_token", "kv_cache.groups"),
+    "MultiModalConfig": ("weights_bytes", "activation_peak_bytes"),
+    "SchedulerConfig": ("activation_peak_bytes", "cuda_graph_bytes"),
+    "ParallelConfig": ("comm_buffer_bytes", "activation_peak_bytes"),
+}
+_POOL = ("available_kv_cache_bytes", "kv_cache.num_blocks", "kv_cache.tokens")
+
+
+def not_modelled_warning(parsed: ParsedCommand) -> str | None:
+    if not parsed.not_modelled:
+        return None
+    parts = [f"{name} ({parsed.reasons.get(name, 'moves GPU memory')})" for name in parsed.not_modelled]
+    return ("not modelled: " + "; ".join(parts) + " — vLLM's memory moves with these flags but vmemplan's "
+            "figures leave them out, so the affected figures are estimates")
+
+
+def annotate_plan(plan: Any, parsed: ParsedCommand) -> Any:
+    """``plan`` with the not-modelled flags named in its warnings and the figures they move
+    marked estimated (the plan is frozen: a new one is returned)."""
+    from vmemplan.request.vllm_args import load_arg_table
+
+    warning = not_modelled_warning(parsed)
+    notes = tuple(n for n in parsed.notes if n not in plan.warnings)
+    listed = ()
+    if parsed.no_memory_effect:
+        listed = ("no memory effect (accepted, nothing to plan): " + ", ".join(parsed.no_memory_effect),)
+    plan = replace(plan, notes=tuple(plan.notes) + listed)
+    if warning is None and not notes:
+        return plan
+    table = load_arg_table(None if parsed.vllm_version is None else parsed.vllm_version)
+    figures: set[str] = set(_POOL)
+    flags_of: dict[str, list[str]] = {}
+    for name in parsed.not_modelled:
+        spec = table.by_string.get(name)
+        group = spec.group if spec is not None else ""
+        for fig in (*AFFECTED_FIGURES.get(group, ()), *_POOL):
+            figures.add(fig)
+            flags_of.setdefault(fig, []).append(name)
+    provenance = []
+    for p in plan.provenance:
+        if p.figure in figures and p.kind != "given" and parsed.not_modelled:
+            provenance.append(replace(p, kind="estimated",
+                                      source=f"{p.source} [estimated: leaves out {', '.join(flags_of[p.figure])}]"))
+        else:
+            provenance.append(p)
+    warnings = tuple(plan.warnings) + notes + ((warning,) if warning else ())
+    return replace(plan, provenance=tuple(provenance), warnings=warnings)
