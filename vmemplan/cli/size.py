@@ -51,8 +51,9 @@ def size(
         from vmemplan.render.json_out import dumps
 
         data = plan.to_json()
-        if vllm_command is not None:
-            data["vllm_args"] = vllm_command.classes_json()  # additive field
+        data["vllm_args"] = (vllm_command.classes_json() if vllm_command is not None else  # additive field
+                             {"argument_table": None, "program": "flags", "modelled": [],
+                              "no_memory_effect": [], "not_modelled": []})
         emit(dumps(data))
     elif output_format is OutputFormat.log:
         emit("".join(line + "\n" for line in plan.log_lines))

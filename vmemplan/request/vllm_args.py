@@ -304,7 +304,7 @@ class ParsedCommand:
 
     def classes_json(self) -> dict[str, Any]:
         """The JSON field listing the three classes (additive to a plan's JSON)."""
-        return {"vllm_version": self.vllm_version, "modelled": list(self.modelled),
+        return {"argument_table": self.vllm_version, "program": self.program, "modelled": list(self.modelled),
                 "no_memory_effect": list(self.no_memory_effect), "not_modelled": list(self.not_modelled)}
 
 
@@ -569,7 +569,7 @@ def _classify(model: str | None, given: Iterable[tuple[ArgSpec, str, Any]], tabl
     values: dict[str, Any] = {}
     classes: dict[str, list[str]] = {c: [] for c in EFFECTS}
     reasons: dict[str, str] = {}
-    notes: list[str] = [table.note] if table.note else []
+    notes: list[str] = []
     for spec, option, value in given:
         if spec.value == "list" and spec.dest in values and isinstance(values[spec.dest], list) and \
                 spec.dest in ("api_key",):
@@ -583,7 +583,8 @@ def _classify(model: str | None, given: Iterable[tuple[ArgSpec, str, Any]], tabl
             classes[spec.effect].append(name)
             reasons[name] = spec.reason
         if spec.removed_in:
-            notes.append(f"{name} was removed in vLLM {spec.removed_in}")
+            notes.append(f"{name} was removed in vLLM {spec.removed_in}"
+                         + (f" ({table.note})" if table.note else ""))
     model = model or values.get("model") or values.get("model_tag")
     if "model" in values and model:
         values["model"] = model
