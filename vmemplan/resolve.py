@@ -36,7 +36,7 @@ class PlanInputs(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     model: str
-    gpu: str
+    gpu: str | None = None  # None with gpu_total_memory: a GPU known only by its memory
     gpu_memory_utilization: float | None = None
     max_model_len: int | None = Field(default=None, ge=1)
     max_num_seqs: int | None = Field(default=None, ge=1)
@@ -69,6 +69,10 @@ class PlanInputs(BaseModel):
     sampler: str | None = None
     # vLLM's --runner: "generate" (the default) or "pooling" for embedding/scoring models
     runner: str | None = None
+    # any GPU (vmemplan/request/gpu_match.py): its CUDA total, alone or over the registry's, and
+    # the memory other processes hold (vLLM's startup free-memory check)
+    gpu_total_memory: int | str | None = None
+    gpu_memory_in_use: int | str | None = None
 
 
 @dataclass(frozen=True)
@@ -173,9 +177,11 @@ def _resolve_with(inputs: PlanInputs, *, registry: Registry, source: ModelSource
     from vmemplan.model_config import ModelConfig
     from vmemplan.models import adapter_for
 
-    gpu = registry.gpu(inputs.gpu)
+    from vmemplan.request.gpu_match import select_gpu
+
+    gpu, gpu_warnings = select_gpu(registry, inputs.gpu, inputs.gpu_total_memory)
     rules, version_warning = registry.rules(inputs.vllm_version)
-    warnings: list[str] = []
+    warnings: list[str] = list(gpu_warnings)
     if version_warning:
         warnings.append(version_warning)
     defaulted: list[str] = []
@@ -208,6 +214,10 @@ def _resolve_with(inputs: PlanInputs, *, registry: Registry, source: ModelSource
         raise UsageError(f"unknown --kv-cache-dtype {kv_dtype!r}", hint="one of " + ", ".join(KV_CACHE_DTYPES))
     derived_len = adapter.derived_max_model_len()
     max_model_len = pick("max_model_len", inputs.max_model_len, derived_len)
+    from vmemplan.request import refusals  # vLLM's own refusals, with vLLM's messages
+
+    if inputs.max_model_len is not None:
+        refusals.check_max_model_len(max_model_len, derived_len, config.text)
     if max_model_len > derived_len:
         raise UsageError(
             f"--max-model-len {max_model_len} is longer than the model's {derived_len} tokens",
@@ -229,13 +239,11 @@ def _resolve_with(inputs: PlanInputs, *, registry: Registry, source: ModelSource
     if inputs.max_num_seqs is None and max_num_seqs > mnbt:
         # vllm/engine/arg_utils.py: max_num_seqs = min(max_num_seqs, max_num_batched_tokens)
         max_num_seqs = mnbt
-    if not chunked and mnbt < max_model_len:
-        raise UsageError(
-            f"--max-num-batched-tokens {mnbt} is smaller than --max-model-len {max_model_len}",
-            hint="without chunked prefill this release needs max_num_batched_tokens >= max_model_len",
-        )
+    refusals.check_scheduler(max_num_batched_tokens=int(mnbt), max_num_seqs=int(max_num_seqs),
+                             max_model_len=int(max_model_len), chunked_prefill=chunked)
     from vmemplan.models.base import GraphContext
 
+    refusals.check_tp_heads(int(config.num_attention_heads), int(tp))
     adapter.validate_parallel(GraphContext(tensor_parallel_size=tp, pipeline_parallel_size=pp))
     if pp > config.num_hidden_layers:
         raise UsageError(f"--pipeline-parallel-size {pp} exceeds the {config.num_hidden_layers} layers")

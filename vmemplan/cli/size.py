@@ -17,7 +17,7 @@ from vmemplan.render import OutputFormat
 @with_engine_flags
 def size(
     model: ModelArg,
-    gpu: GpuOpt,
+    gpu: GpuOpt = None,
     request_tokens: RequestTokensOpt = None,
     output_format: OutputFormat = typer.Option(OutputFormat.table, "--format", "-f",
                                                help="table, log (vLLM's lines), json, or tree."),
@@ -37,16 +37,13 @@ def size(
 
         vmemplan size --gpu h100 -- vllm serve meta-llama/Llama-3.1-8B --max-model-len 32k --port 8000
     """
-    from vmemplan.api import plan_from_flags
-
     from vmemplan.cli._vllm_args import current_vllm_command
+    from vmemplan.request.engine import plan_for_command
 
     vllm_command = current_vllm_command()  # vLLM flags beyond vmemplan's own, or a pasted command
-    plan = plan_from_flags(model=model, gpu=gpu, request_tokens=request_tokens, spinner=True, **engine)
-    if vllm_command is not None:
-        from vmemplan.request.engine import annotate_plan
-
-        plan = annotate_plan(plan, vllm_command)
+    # plan_from_flags plus --max-model-len auto, the not-modelled warnings and vLLM's refusals
+    plan, refusal_hint = plan_for_command(vllm_command, model=model, gpu=gpu, request_tokens=request_tokens,
+                                          spinner=True, **engine)
     if output_format is OutputFormat.json:
         from vmemplan.render.json_out import dumps
 
@@ -67,8 +64,8 @@ def size(
 
         fits = plan.verdict.max_model_len_that_fits
         report(f"vLLM would not start: {plan.verdict.reason}",
-               hint=f"--max-model-len {fits} would fit" if fits else
-               "raise --gpu-memory-utilization, quantize, or add GPUs (-tp)")
+               hint=refusal_hint or (f"--max-model-len {fits} would fit" if fits else
+                                     "raise --gpu-memory-utilization, quantize, or add GPUs (-tp)"))
         raise typer.Exit(3)
     if min_concurrency is not None or min_kv_tokens is not None:  # gates: exit 3 when not met
         from vmemplan.cli.concurrency import check_gates

@@ -104,3 +104,64 @@ def annotate_plan(plan: Any, parsed: ParsedCommand) -> Any:
             provenance.append(p)
     warnings = tuple(plan.warnings) + notes + ((warning,) if warning else ())
     return replace(plan, provenance=tuple(provenance), warnings=warnings)
+
+
+def plan_for_command(parsed: ParsedCommand | None, **flags: Any) -> tuple[Any, str | None]:
+    """Plan ``flags`` as :func:`vmemplan.api.plan_from_flags` does, plus what a whole vLLM command
+    brings: ``--max-model-len auto``, the annotations of :func:`annotate_plan`, and vLLM's startup
+    refusals (:mod:`vmemplan.request.refusals`).  Returns (plan, hint for a refusal or None)."""
+    from vmemplan.api import plan_from_flags
+    from vmemplan.request import refusals
+
+    in_use = refusals.parse_size_flag("--gpu-memory-in-use", flags.get("gpu_memory_in_use")) or 0
+    if flags.get("max_model_len") == -1:
+        plan = plan_auto_max_model_len(plan_from_flags, **flags)
+    else:
+        plan = plan_from_flags(**flags)
+    if parsed is not None:
+        args = parsed.args
+        refusals.check_scheduler(
+            max_num_batched_tokens=int(plan.engine["max_num_batched_tokens"]),
+            max_num_seqs=int(plan.engine["max_num_seqs"]), max_model_len=int(plan.engine["max_model_len"]),
+            max_num_active_seqs=args.get("max_num_active_seqs"),
+            long_prefill_token_threshold=args.get("long_prefill_token_threshold"))
+        plan = annotate_plan(plan, parsed)
+    hint = None
+    if plan.verdict.starts:
+        refusal = refusals.check_plan(plan, in_use_bytes=in_use)
+        if refusal is not None:
+            from vmemplan.result import Verdict
+
+            plan = replace(plan, verdict=Verdict(False, refusal.message))
+            hint = refusal.hint
+    return plan, hint
+
+
+def plan_auto_max_model_len(plan_fn: Any, **flags: Any) -> Any:
+    """``--max-model-len auto`` (or -1): the longest context one request can hold in the pool,
+    as vllm/v1/core/kv_cache_planning.py::_auto_fit_max_model_len chooses it (0.33.0).
+
+    vLLM profiles with the model's full length, then binary-searches the largest length whose
+    one-request KV bytes fit the available memory; the pool itself does not change.  vmemplan
+    plans with the full length; when one request does not fit, its estimate of that same search
+    (the verdict's largest max_model_len that fits) is the length, and the plan is redone at it.
+    The log line vLLM prints is added to the plan's log lines."""
+    flags = {k: v for k, v in flags.items() if k != "max_model_len"}
+    full = plan_fn(**flags)
+    full_len = int(full.engine["max_model_len"])
+    avail = int(full.per_rank.available_kv_cache_bytes)
+    from vmemplan.units import format_gib
+
+    if full.verdict.starts or full.verdict.max_model_len_that_fits is None:
+        if not full.verdict.starts and avail <= 0:
+            return replace(full, verdict=replace(full.verdict, reason=(
+                "Cannot auto-fit max_model_len: not enough GPU memory available to serve even a single token. "
+                "Try increasing `gpu_memory_utilization`.")))
+        line = (f"Auto-fit max_model_len: full model context length {full_len} fits in available KV cache memory "
+                f"({format_gib(avail)} GiB GPU)")
+        return replace(full, log_lines=(line, *full.log_lines))
+    fit = int(full.verdict.max_model_len_that_fits)
+    plan = plan_fn(**flags, max_model_len=fit)
+    line = (f"Auto-fit max_model_len: reduced from {full_len} to {fit} to fit in available KV cache memory "
+            f"({format_gib(int(plan.per_rank.available_kv_cache_bytes))} GiB GPU)")
+    return replace(plan, log_lines=(line, *plan.log_lines))

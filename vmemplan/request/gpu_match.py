@@ -77,3 +77,43 @@ def find_gpu(gpus: Iterable[Any], key: str, *, ambiguous: dict[str, list[str]] |
         f"unknown GPU {key!r}",
         hint=f"{hint}run `vmemplan gpus` for the {len(gpus)} known GPUs, or give its memory with "
              "--gpu-total-memory (e.g. 24G)")
+
+
+def select_gpu(registry: Any, key: str | None, total_memory: int | str | None) -> tuple[Any, tuple[str, ...]]:
+    """The GPU a request plans for, and the warnings that go with it.
+
+    ``--gpu`` alone: the registry GPU.  ``--gpu-total-memory`` over a registry GPU: that GPU
+    with the given CUDA total (a WSL or MIG device reports less).  ``--gpu-total-memory`` alone:
+    a GPU known only by its memory, with Hopper's kernels and dtypes assumed (said in a warning).
+    """
+    from vmemplan.errors import UsageError
+    from vmemplan.request.refusals import parse_size_flag
+
+    total = parse_size_flag("--gpu-total-memory", total_memory)
+    if total is not None and total <= 0:
+        raise UsageError(f"--gpu-total-memory {total_memory!r} must be positive", hint="e.g. --gpu-total-memory 24G")
+    if key is None and total is None:
+        raise UsageError("no GPU given", hint="--gpu NAME (see `vmemplan gpus`), or --gpu-total-memory SIZE")
+    if key is not None:
+        gpu = registry.gpu(key)
+        if total is None:
+            return gpu, ()
+        from vmemplan.units import format_gib
+
+        return gpu.model_copy(update={"total_memory_bytes": total, "total_memory_evidence": "given"}), (
+            f"--gpu-total-memory: {format_gib(total)} GiB instead of the registry's "
+            f"{format_gib(gpu.total_memory_bytes)} GiB for {gpu.id}",)
+    template = registry.gpu("h100")
+    from vmemplan.units import format_gib
+
+    gpu = template.model_copy(update={
+        "id": "custom", "aliases": (), "name_variants": (), "name": f"GPU with {format_gib(total)} GiB",
+        "marketing_memory_gb": round(total / 1e9, 1), "total_memory_bytes": total, "total_memory_mib": None,
+        "total_memory_gib": None, "total_memory_evidence": "given", "total_memory_observed_mib": (),
+        "nvml_total_mib": None, "nvml_total_bytes": None, "nvml_total_gib": None, "nvml_total_evidence": None,
+        "memory_bandwidth_tbps": None, "bf16_tflops": None, "fp16_tflops": None, "fp8_tflops": None,
+        "fp4_tflops": None, "interconnect": None, "vllm_batch_default_tier": None,
+        "notes": "given by --gpu-total-memory", "sm_count": None,
+    })
+    return gpu, (f"--gpu-total-memory without --gpu: a GPU of {format_gib(total)} GiB with Hopper (sm_90) kernels "
+                 "and dtypes assumed; give --gpu for its architecture",)
