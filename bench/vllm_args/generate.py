@@ -164,6 +164,11 @@ def collect() -> dict[str, Any]:
     for group in parser._action_groups:
         for action in group._group_actions:
             group_of[id(action)] = group.title or ""
+    # Every string the parser answers to, hidden ones included (EnableDisableAction keeps
+    # --no-enable-x registered but out of help).
+    strings_of: dict[int, list[str]] = {}
+    for string, action in parser._option_string_actions.items():
+        strings_of.setdefault(id(action), []).append(string)
     args = []
     for action in parser._actions:
         if isinstance(action, argparse._HelpAction):
@@ -171,6 +176,7 @@ def collect() -> dict[str, Any]:
         kind = type(action).__name__
         tname, optional = type_name(action.type)
         opts = list(action.option_strings)
+        opts += [o for o in strings_of.get(id(action), []) if o not in opts]
         if kind in ("BooleanOptionalAction", "EnableDisableAction"):
             value = "bool_optional"
         elif kind in ("_StoreTrueAction", "_StoreFalseAction", "_StoreConstAction", "_CountAction"):
