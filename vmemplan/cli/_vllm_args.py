@@ -143,13 +143,16 @@ def split_vllm_args(command: Any, args: list[str]) -> tuple[list[str], Any]:
     if pasted is None and not vllm:
         return args, None
     tokens = (pasted or []) + vllm
-    if pasted is not None and vllm:
+    try:
         # vLLM flags written before `--` apply over the pasted command's
-        parsed = parse_vllm_command(pasted + vllm, vllm_version=version)
-    elif pasted is not None:
-        parsed = parse_vllm_command(pasted, vllm_version=version)
-    else:
         parsed = parse_vllm_command(tokens, vllm_version=version)
+    except UsageError as err:
+        for tok in pasted or ():
+            name = tok.partition("=")[0]
+            if name in own and name in err.message:
+                raise UsageError(err.message, hint=f"{name} is vmemplan's option: write it before `--` "
+                                                   "(everything after `--` is the vLLM command)") from None
+        raise
     if parsed.model:
         if not positionals:
             keep.insert(0, parsed.model)
