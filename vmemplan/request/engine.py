@@ -123,10 +123,21 @@ def plan_for_command(parsed: ParsedCommand | None, **flags: Any) -> tuple[Any, s
         refusals.check_scheduler(
             max_num_batched_tokens=int(plan.engine["max_num_batched_tokens"]),
             max_num_seqs=int(plan.engine["max_num_seqs"]), max_model_len=int(plan.engine["max_model_len"]),
+            chunked_prefill=args.get("enable_chunked_prefill") is not False,
             max_num_active_seqs=args.get("max_num_active_seqs"),
             long_prefill_token_threshold=args.get("long_prefill_token_threshold"))
         plan = annotate_plan(plan, parsed)
     hint = None
+    if not plan.verdict.starts and (plan.verdict.reason or "").startswith("No available memory for the cache blocks"):
+        # vllm/v1/core/kv_cache_planning.py (0.33.0): the budget holds no KV block at all; the
+        # utilization that leaves the non-KV memory one more block is the fix
+        import math
+
+        r = plan.per_rank
+        need = r.requested_memory_bytes - r.available_kv_cache_bytes + plan.kv_cache.page_size_bytes
+        util = math.ceil(need / plan.gpu_total_memory_bytes * 100) / 100
+        hint = (f"--gpu-memory-utilization {util:.2f} or more" if util <= 1 else
+                "the model does not fit this GPU: quantize (-q fp8) or add GPUs (-tp)")
     if plan.verdict.starts:
         refusal = refusals.check_plan(plan, in_use_bytes=in_use)
         if refusal is not None:
