@@ -160,11 +160,13 @@ def plan_auto_max_model_len(plan_fn: Any, **flags: Any) -> Any:
     flags = {k: v for k, v in flags.items() if k != "max_model_len"}
     full = plan_fn(**flags)
     full_len = int(full.engine["max_model_len"])
-    avail = int(full.per_rank.available_kv_cache_bytes)
+    # vLLM plans against the usable blocks: the available bytes less the null block the block
+    # pool holds back (vllm/v1/core/kv_cache_planning.py, "Reserve the null block"), and logs them
+    avail = int(full.per_rank.available_kv_cache_bytes) - int(full.kv_cache.page_size_bytes)
     from vmemplan.units import format_gib
 
     if full.verdict.starts or full.verdict.max_model_len_that_fits is None:
-        if not full.verdict.starts and avail <= 0:
+        if not full.verdict.starts and full.per_rank.available_kv_cache_bytes <= 0:
             return replace(full, verdict=replace(full.verdict, reason=(
                 "Cannot auto-fit max_model_len: not enough GPU memory available to serve even a single token. "
                 "Try increasing `gpu_memory_utilization`.")))
@@ -174,5 +176,5 @@ def plan_auto_max_model_len(plan_fn: Any, **flags: Any) -> Any:
     fit = int(full.verdict.max_model_len_that_fits)
     plan = plan_fn(**flags, max_model_len=fit)
     line = (f"Auto-fit max_model_len: reduced from {full_len} to {fit} to fit in available KV cache memory "
-            f"({format_gib(int(plan.per_rank.available_kv_cache_bytes))} GiB GPU)")
+            f"({format_gib(avail)} GiB GPU)")
     return replace(plan, log_lines=(line, *plan.log_lines))
