@@ -152,6 +152,13 @@ def _plan_memory(req: ResolvedRequest) -> MemoryPlan:
         ctx = _graph_context(req, stage)
         wb = weight_bytes_per_rank(adapter.weight_tensors(ctx) + _drafter(req, ctx)[0], model_dtype=req.dtype,
                                    scheme=req.quant_scheme, allocator_rounding=True)
+        from vmemplan.laws.lora import lora_bytes_for  # --enable-lora: buffers loaded with the weights
+
+        lora_bytes, lora_text = lora_bytes_for(req, ctx)
+        if lora_bytes:
+            from dataclasses import replace as _replace
+
+            wb = _replace(wb, total_bytes=wb.total_bytes + lora_bytes, by_kind={**wb.by_kind, "lora": lora_bytes})
         # EPLB's redundant expert copies (and its state buffers) are loaded with the weights but
         # reported apart, so that the total counts them once (vllm/distributed/eplb/eplb_state.py).
         eplb = weight_bytes_per_rank(adapter.eplb_tensors(ctx), model_dtype=req.dtype,
@@ -165,6 +172,8 @@ def _plan_memory(req: ResolvedRequest) -> MemoryPlan:
                            f"{'generic decoder fallback' if adapter.fidelity == 'generic' else 'architecture adapter'}; "
                            f"scheme: {scheme_text}; includes {slack:,} B of CUDA caching-allocator rounding "
                            "(2 MiB segments, c10/cuda/CUDACachingAllocator.cpp)"))
+    if lora_text:
+        prov.append(Provenance("weights_bytes.lora", lora_bytes, "exact", lora_text))
 
     # --- activation peak (profile run) -----------------------------------------------
     # The dummy step's size: max_num_batched_tokens under chunked prefill; releases that

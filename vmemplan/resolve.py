@@ -73,6 +73,12 @@ class PlanInputs(BaseModel):
     # the memory other processes hold (vLLM's startup free-memory check)
     gpu_total_memory: int | str | None = None
     gpu_memory_in_use: int | str | None = None
+    # LoRA (vmemplan/laws/lora.py): the stacked adapter buffers allocated with the weights
+    enable_lora: bool | None = None
+    max_loras: int | None = Field(default=None, ge=1)
+    max_lora_rank: int | None = Field(default=None, ge=1)
+    lora_dtype: str | None = None
+    fully_sharded_loras: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -109,6 +115,7 @@ class ResolvedRequest:
     draft_config: Any = None  # the drafter's ModelConfig (EAGLE head / draft model), when resolved
     quant_scheme: Any = None  # vmemplan.laws.quant.QuantScheme, None for 16-bit weights
     runner: str = "generate"  # "pooling" for embedding and scoring models
+    lora: Any = None  # vmemplan.laws.lora.LoraConfig with --enable-lora
 
     @property
     def world_size(self) -> int:
@@ -274,7 +281,19 @@ def _resolve_with(inputs: PlanInputs, *, registry: Registry, source: ModelSource
     runner = _resolve_runner(inputs.runner, config)
     if inputs.runner is None:
         defaulted.append("runner")
+    from vmemplan.laws.lora import lora_config_from
+
+    lora = lora_config_from(inputs)
+    if lora is not None and any(config.text.get(k) for k in ("num_experts", "n_routed_experts", "num_local_experts")):
+        warnings.append("--enable-lora on a mixture-of-experts model: the expert adapters (FusedMoEWithLoRA) are "
+                        "not modelled, so no LoRA buffers are counted and the KV pool is overstated")
+        lora = None
+    elif lora is not None:
+        warnings.append("--enable-lora: the stacked adapter buffers are counted in the weights; the extra CUDA "
+                        "graphs captured per adapter state (cudagraph_specialize_lora) and the dummy adapters of "
+                        "the profile run are not, so the CUDA-graph and activation figures are low estimates")
     return ResolvedRequest(
+        lora=lora,
         quant_scheme=quant_scheme, runner=runner,
         inputs=inputs, source=source, config=config, adapter=adapter, gpu=gpu, rules=rules,
         vllm_version=inputs.vllm_version or rules.max_version or rules.min_version,

@@ -47,7 +47,7 @@ def test_aliases_negations_and_value_parsers_come_from_vllm():
     assert t.by_dest["compilation_config"].type == "json"
     assert t.by_dest["cudagraph_capture_sizes"].value == "list"
     assert t.by_dest["chat_template_content_format"].choices == ("auto", "openai", "string")
-    assert t.by_dest["port"].effect == "none" and t.by_dest["enable_lora"].effect == "not_modelled"
+    assert t.by_dest["port"].effect == "none" and t.by_dest["enable_sleep_mode"].effect == "not_modelled"
     assert t.by_dest["max_model_len"].effect == "modelled"
 
 

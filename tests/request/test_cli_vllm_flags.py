@@ -39,14 +39,14 @@ def test_vllm_flags_mixed_with_vmemplans(capsys):
 
 
 def test_not_modelled_flags_are_named_and_their_figures_estimated(capsys):
-    d = _json(["size", MODEL, "--gpu", "h100", "--enable-lora", "--max-loras", "4"], capsys)
-    assert d["vllm_args"]["not_modelled"] == ["--enable-lora", "--max-loras"]
+    d = _json(["size", MODEL, "--gpu", "h100", "--cpu-offload-gb", "4", "--disable-custom-all-reduce"], capsys)
+    assert d["vllm_args"]["not_modelled"] == ["--cpu-offload-gb", "--disable-custom-all-reduce"]
     warning = next(w for w in d["warnings"] if w.startswith("not modelled:"))
-    assert "--enable-lora" in warning and "--max-loras" in warning
+    assert "--cpu-offload-gb" in warning and "--disable-custom-all-reduce" in warning
     prov = {p["figure"]: p for p in d["provenance"]}
-    assert prov["weights_bytes"]["kind"] == "estimated" and "--enable-lora" in prov["weights_bytes"]["source"]
+    assert prov["weights_bytes"]["kind"] == "estimated" and "--cpu-offload-gb" in prov["weights_bytes"]["source"]
     assert prov["available_kv_cache_bytes"]["kind"] == "estimated"
-    assert prov["kv_cache.bytes_per_token"]["kind"] == "exact"  # LoRA does not touch the per-token KV bytes
+    assert prov["kv_cache.bytes_per_token"]["kind"] == "exact"  # offloading does not touch the per-token KV bytes
 
 
 def test_table_output_lists_flags_without_memory_effect(capsys):

@@ -24,7 +24,8 @@ _ENGINE_KEYS = (
     "data_parallel_size", "enable_expert_parallel", "enable_eplb", "num_redundant_experts",
     "decode_context_parallel_size", "enforce_eager", "kv_cache_memory", "enable_prefix_caching",
     "speculative_config", "limit_mm_per_prompt", "skip_mm_profiling", "mm_encoder_tp_mode", "runner",
-    "revision",
+    "revision", "gpu_total_memory", "gpu_memory_in_use",
+    "enable_lora", "max_loras", "max_lora_rank", "lora_dtype", "fully_sharded_loras",
 )
 
 
