@@ -153,8 +153,51 @@ def _tolerate_cpu_torchvision() -> None:
         torch.library.register_fake = real
 
 
+def _stub_modules(names: list[str]) -> None:
+    """Empty stand-ins for optional packages an older release imports on the way to its parser
+    (``--stub gguf``); the parser reads none of them.  Attribute access returns a further stub."""
+    import importlib.abc
+    import importlib.machinery
+    import types
+
+    class _Stub(types.ModuleType):
+        def __getattr__(self, name: str) -> Any:
+            if name.startswith("__"):
+                raise AttributeError(name)
+            return type(name, (), {"__init__": lambda self, *a, **k: None})
+
+    class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+        def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
+            if fullname.split(".")[0] in names:
+                return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
+            return None
+
+        def create_module(self, spec: Any) -> Any:
+            module = _Stub(spec.name)
+            module.__path__ = []  # type: ignore[attr-defined]
+            return module
+
+        def exec_module(self, module: Any) -> None:
+            return None
+
+    sys.meta_path.insert(0, _Finder())
+
+
+def _force_cpu_platform() -> None:
+    """Releases that ignore VLLM_TARGET_DEVICE find no platform on a machine without a GPU;
+    the CPU platform lets their config defaults build (argparse defaults do not depend on it)."""
+    try:
+        import vllm.platforms as platforms
+        from vllm.platforms.cpu import CpuPlatform
+    except Exception:  # noqa: BLE001
+        return
+    if getattr(platforms, "_current_platform", None) is None:
+        platforms._current_platform = CpuPlatform()
+
+
 def collect() -> dict[str, Any]:
     _tolerate_cpu_torchvision()
+    _force_cpu_platform()
     import vllm
     from vllm.utils.argparse_utils import FlexibleArgumentParser
 
@@ -235,7 +278,11 @@ def collect() -> dict[str, Any]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True)
+    ap.add_argument("--stub", action="append", default=[],
+                    help="an optional package an older release imports but the parser never uses (repeatable)")
     ns = ap.parse_args()
+    if ns.stub:
+        _stub_modules(ns.stub)
     import yaml
 
     data = collect()
