@@ -145,3 +145,30 @@ def test_non_default_args_line_keeps_opaque_values():
     assert p.args["pooler_config"].startswith("PoolerConfig(")
     assert "--pooler-config" in p.not_modelled and "--api-key" in p.no_memory_effect
     assert json.dumps(p.classes_json())
+
+
+def _table_args(kind):
+    from vmemplan.request.vllm_args import load_arg_table
+
+    return [a for a in load_arg_table("0.33.0").args if not a.positional and a.value == kind
+            and a.dest not in ("config", "model")]
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_every_bool_flag_of_the_table_parses_both_ways(data):
+    spec = data.draw(st.sampled_from(_table_args("bool_optional")))
+    on = parse_vllm_command(["vllm", "serve", "m", spec.flags[0]])
+    off = parse_vllm_command(["vllm", "serve", "m", spec.negations[0]])
+    assert on.args[spec.dest] is True and off.args[spec.dest] is False
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data(), n=st.integers(min_value=1, max_value=65535))
+def test_every_integer_flag_of_the_table_takes_an_integer(data, n):
+    spec = data.draw(st.sampled_from([a for a in _table_args("value")
+                                      if a.type in ("int", "human_readable_int") and a.choices is None]))
+    flag = data.draw(st.sampled_from(spec.flags))
+    form = data.draw(st.sampled_from(["space", "equals"]))
+    argv = [flag, str(n)] if form == "space" else [f"{flag}={n}"]
+    assert parse_vllm_command(["vllm", "serve", "m", *argv]).args[spec.dest] == n
