@@ -199,7 +199,10 @@ def collect() -> dict[str, Any]:
     _tolerate_cpu_torchvision()
     _force_cpu_platform()
     import vllm
-    from vllm.utils.argparse_utils import FlexibleArgumentParser
+    try:
+        from vllm.utils.argparse_utils import FlexibleArgumentParser
+    except ImportError:  # releases before the utils package split (0.10 and older)
+        from vllm.utils import FlexibleArgumentParser  # type: ignore[no-redef]
 
     make_arg_parser, builder_path = _import_make_arg_parser()
     parser = make_arg_parser(FlexibleArgumentParser(description="vLLM OpenAI-Compatible RESTful API server."))

@@ -55,14 +55,15 @@ def test_aliases_negations_and_value_parsers_come_from_vllm():
 
 
 def test_the_0_17_table_and_older_releases():
-    """0.13.0 and 0.17.1 have their own tables (generated from their wheels); other releases use
+    """0.10.1.1, 0.13.0 and 0.17.1 have their own tables (generated from their wheels); other releases use
     the nearest newer table plus the flags removed since (registry/vllm/args/removed.yaml)."""
     assert "0.17.1" in available_tables()
     assert "--swap-space" not in load_arg_table("0.33.0").by_string
     t17 = load_arg_table("0.17.1")
     assert t17.by_string["--swap-space"].type == "float" and t17.note is None
     old = load_arg_table("0.10.1")
-    assert old.vllm_version == "0.13.0" and old.note and "0.13.0" in old.note
+    assert old.vllm_version == "0.10.1.1" and old.note and "0.10.1.1" in old.note
+    assert load_arg_table("0.11.0").vllm_version == "0.13.0"
     assert load_arg_table("0.14.0").vllm_version == "0.17.1"
     assert load_arg_table("0.13.0").by_string["--disable-log-requests"].effect == "none"
     assert "--swap-space" in old.by_string
