@@ -79,6 +79,8 @@ class PlanInputs(BaseModel):
     max_lora_rank: int | None = Field(default=None, ge=1)
     lora_dtype: str | None = None
     fully_sharded_loras: bool | None = None
+    # --hf-overrides: config.json edits, applied as vLLM applies them (vmemplan/request/overrides.py)
+    hf_overrides: str | dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -175,6 +177,13 @@ def resolve(inputs: PlanInputs, *, registry: Registry | None = None, source: Mod
 def resolve_with(inputs: PlanInputs, *, registry: Registry, source: ModelSource) -> ResolvedRequest:
     """:func:`resolve` with the registry and model source already in hand (pure)."""
     from vmemplan.model_config import config_value_guard
+
+    if inputs.hf_overrides:
+        from dataclasses import replace as _replace
+
+        from vmemplan.request.overrides import apply_hf_overrides
+
+        source = _replace(source, config=apply_hf_overrides(source.config, inputs.hf_overrides))
 
     with config_value_guard(source.model_id):
         return _resolve_with(inputs, registry=registry, source=source)

@@ -25,7 +25,7 @@ _ENGINE_KEYS = (
     "decode_context_parallel_size", "enforce_eager", "kv_cache_memory", "enable_prefix_caching",
     "speculative_config", "limit_mm_per_prompt", "skip_mm_profiling", "mm_encoder_tp_mode", "runner",
     "revision", "gpu_total_memory", "gpu_memory_in_use",
-    "enable_lora", "max_loras", "max_lora_rank", "lora_dtype", "fully_sharded_loras",
+    "enable_lora", "max_loras", "max_lora_rank", "lora_dtype", "fully_sharded_loras", "hf_overrides",
 )
 
 
@@ -36,6 +36,10 @@ def engine_flags(parsed: ParsedCommand) -> dict[str, Any]:
         key = _RENAMED.get(dest, dest)
         if key in _ENGINE_KEYS and value is not None:
             out[key] = value
+    # --language-model-only: every modality's limit is 0 (vllm/config/multimodal.py::
+    # MultiModalConfig.get_limit_per_prompt, 0.33.0): no vision tower, no encoder profile
+    if parsed.args.get("language_model_only"):
+        out["limit_mm_per_prompt"] = {"image": 0, "video": 0, "audio": 0}
     # --spec-method / --spec-model / --spec-tokens: shorthands for --speculative-config
     # (vllm/engine/arg_utils.py, 0.33.0: merged into speculative_config)
     short = {k: parsed.args[f"spec_{s}"] for s, k in
