@@ -91,3 +91,8 @@ def test_gpu_total_memory_on_the_command_line(capsys):
     r = run(["size", "meta-llama/Llama-3.1-8B", "--gpu-total-memory", "48G", "-f", "json"], capsys)
     assert r.code == 0, r.stderr
     assert json.loads(r.stdout)["gpu"]["total_memory_bytes"] == 48 << 30
+
+
+def test_a_mig_slice_says_its_memory_is_nominal():
+    gpu, warnings = select_gpu(load_registry(), "A100-SXM4-80GB MIG 3g.40gb", None)
+    assert gpu.id == "a100-80g-mig-3g.40gb" and "nominal" in warnings[0]

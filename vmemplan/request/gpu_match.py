@@ -97,6 +97,10 @@ def select_gpu(registry: Any, key: str | None, total_memory: int | str | None) -
     if key is not None:
         gpu = registry.gpu(key)
         if total is None:
+            if " MIG " in gpu.name and gpu.total_memory_evidence == "estimate":
+                return gpu, (f"{gpu.id}: the MIG slice's memory is nominal (its fraction of the full GPU, NVIDIA's MIG "
+                             "user guide); the CUDA-reported total is somewhat smaller: give it with "
+                             "--gpu-total-memory",)
             return gpu, ()
         from vmemplan.units import format_gib
 
