@@ -50,7 +50,7 @@ def size(
         data = plan.to_json()
         data["vllm_args"] = (vllm_command.classes_json() if vllm_command is not None else  # additive field
                              {"argument_table": None, "program": "flags", "modelled": [],
-                              "no_memory_effect": [], "not_modelled": []})
+                              "no_memory_effect": [], "not_modelled": [], "reasons": {}})
         emit(dumps(data))
     elif output_format is OutputFormat.log:
         emit("".join(line + "\n" for line in plan.log_lines))

@@ -305,7 +305,8 @@ class ParsedCommand:
     def classes_json(self) -> dict[str, Any]:
         """The JSON field listing the three classes (additive to a plan's JSON)."""
         return {"argument_table": self.vllm_version, "program": self.program, "modelled": list(self.modelled),
-                "no_memory_effect": list(self.no_memory_effect), "not_modelled": list(self.not_modelled)}
+                "no_memory_effect": list(self.no_memory_effect), "not_modelled": list(self.not_modelled),
+                "reasons": dict(self.reasons)}
 
 
 def _split_program(tokens: list[str]) -> tuple[str, list[str], dict[str, str]]:
