@@ -234,7 +234,10 @@ def _resolve_with(inputs: PlanInputs, *, registry: Registry, source: ModelSource
 
     if inputs.max_model_len is not None:
         refusals.check_max_model_len(max_model_len, derived_len, config.text)
-    if max_model_len > derived_len:
+    if max_model_len > derived_len and refusals.long_max_model_len_allowed():
+        warnings.append(f"max_model_len {max_model_len} is longer than the model's {derived_len} "
+                        "(VLLM_ALLOW_LONG_MAX_MODEL_LEN=1): positions past the trained length may give NaNs")
+    elif max_model_len > derived_len:
         raise UsageError(
             f"--max-model-len {max_model_len} is longer than the model's {derived_len} tokens",
             hint="vLLM refuses this unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1; lower --max-model-len",

@@ -106,3 +106,19 @@ def test_refusal_functions_are_pure():
         refusals.check_scheduler(max_num_batched_tokens=1, max_num_seqs=2, max_model_len=1)
     assert refusals.check_free_memory(total_bytes=100, in_use_bytes=0, before_budget_bytes=0, util=0.5) is None
     assert refusals.check_free_memory(total_bytes=100, in_use_bytes=60, before_budget_bytes=0, util=0.5) is not None
+
+
+def test_the_pasted_commands_environment_allows_a_long_context(capsys, monkeypatch):
+    """VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 before `vllm serve` lifts the check (vllm/envs.py), with a
+    warning; the variable is only set while planning."""
+    import json
+    import os
+
+    monkeypatch.delenv("VLLM_ALLOW_LONG_MAX_MODEL_LEN", raising=False)
+    r = run(["size", "--gpu", "h100", "-f", "json", "--", "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1", "vllm", "serve", MODEL,
+             "--max-model-len", "200000"], capsys)
+    assert r.code == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert d["engine"]["max_model_len"] == 200_000
+    assert any("VLLM_ALLOW_LONG_MAX_MODEL_LEN=1" in w for w in d["warnings"])
+    assert "VLLM_ALLOW_LONG_MAX_MODEL_LEN" not in os.environ

@@ -29,6 +29,9 @@ def size(
 ) -> None:
     """Predict what vLLM does with each GPU's memory: weights, activations, CUDA graphs, KV pool.
 
+    Every vLLM flag of the release is accepted (as `vllm serve` parses it), and a whole command
+    after `--`; flags with no GPU-memory effect are listed, flags not modelled are warned about.
+
     Examples:
 
         vmemplan size meta-llama/Llama-3.1-8B --gpu h100 --util 0.92

@@ -119,10 +119,11 @@ def plan_for_command(parsed: ParsedCommand | None, **flags: Any) -> tuple[Any, s
     from vmemplan.request import refusals
 
     in_use = refusals.parse_size_flag("--gpu-memory-in-use", flags.get("gpu_memory_in_use")) or 0
-    if flags.get("max_model_len") == -1:
-        plan = plan_auto_max_model_len(plan_from_flags, **flags)
-    else:
-        plan = plan_from_flags(**flags)
+    with _command_environment(parsed):
+        if flags.get("max_model_len") == -1:
+            plan = plan_auto_max_model_len(plan_from_flags, **flags)
+        else:
+            plan = plan_from_flags(**flags)
     if parsed is not None:
         args = parsed.args
         refusals.check_scheduler(
@@ -151,6 +152,33 @@ def plan_for_command(parsed: ParsedCommand | None, **flags: Any) -> tuple[Any, s
             plan = replace(plan, verdict=Verdict(False, refusal.message))
             hint = refusal.hint
     return plan, hint
+
+
+#: Environment variables of a pasted command that change what vLLM accepts.
+_HONOURED_ENV = ("VLLM_ALLOW_LONG_MAX_MODEL_LEN",)
+
+
+def _command_environment(parsed: ParsedCommand | None) -> Any:
+    """The pasted command's ``VAR=value`` prefixes that vmemplan's checks read
+    (``VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 vllm serve ...``), set while planning."""
+    import contextlib
+    import os
+
+    @contextlib.contextmanager
+    def scope() -> Any:
+        env = {k: v for k, v in (parsed.env if parsed is not None else {}).items() if k in _HONOURED_ENV}
+        saved = {k: os.environ.get(k) for k in env}
+        os.environ.update(env)
+        try:
+            yield
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+
+    return scope()
 
 
 def plan_auto_max_model_len(plan_fn: Any, **flags: Any) -> Any:

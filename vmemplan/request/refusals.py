@@ -86,9 +86,7 @@ def check_max_model_len(max_model_len: int, derived: int, text_config: dict[str,
     if isinstance(model_max_length, int) and max_model_len <= model_max_length:
         return
     key = next((k for k in MAX_LEN_KEYS if cfg.get(k) == derived), "max_position_embeddings")
-    import os
-
-    if os.environ.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN", "").strip().lower() in ("1", "true"):
+    if long_max_model_len_allowed():
         return
     raise UsageError(
         f"User-specified max_model_len ({max_model_len}) is greater than the derived max_model_len "
@@ -96,6 +94,13 @@ def check_max_model_len(max_model_len: int, derived: int, text_config: dict[str,
         "this maximum, set the env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1.",
         hint=f"--max-model-len {derived} or less (VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 risks NaNs past the trained "
              "length)")
+
+
+def long_max_model_len_allowed() -> bool:
+    """vLLM's VLLM_ALLOW_LONG_MAX_MODEL_LEN (vllm/envs.py: "1" or "true", any case)."""
+    import os
+
+    return os.environ.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN", "").strip().lower() in ("1", "true")
 
 
 def check_tp_heads(total_num_attention_heads: int, tensor_parallel_size: int) -> None:
