@@ -52,3 +52,17 @@ def test_a_header_command_and_its_logged_args_agree():
     assert a.model == b.model == "Qwen2-7B-Instruct"
     for dest in ("port", "max_model_len", "tensor_parallel_size", "gpu_memory_utilization"):
         assert a.args[dest] == b.args[dest]
+
+
+def test_a_logged_command_replans_a_priori():
+    """Log 003's "non-default args" (Qwen2-7B-Instruct is not bundled, so the line is re-pointed
+    at a bundled model): the plan takes the logged flags, and the port is listed as no effect."""
+    from vmemplan.request.engine import plan_from_logged_args
+
+    line = ("non-default args: {'model_tag': 'meta-llama/Llama-3.1-8B', 'port': 8081, "
+            "'model': 'meta-llama/Llama-3.1-8B', 'max_model_len': 16384, 'tensor_parallel_size': 2, "
+            "'gpu_memory_utilization': 0.25}")
+    plan, parsed = plan_from_logged_args(line, gpu="a100-40g", vllm_version="0.10.1.1")
+    assert plan.engine["max_model_len"] == 16384 and plan.engine["tensor_parallel_size"] == 2
+    assert plan.engine["gpu_memory_utilization"] == 0.25
+    assert parsed.no_memory_effect == ("--port",)

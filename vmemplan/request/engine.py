@@ -211,3 +211,22 @@ def plan_auto_max_model_len(plan_fn: Any, **flags: Any) -> Any:
     line = (f"Auto-fit max_model_len: reduced from {full_len} to {fit} to fit in available KV cache memory "
             f"({format_gib(avail)} GiB GPU)")
     return replace(plan, log_lines=(line, *plan.log_lines))
+
+
+def plan_from_logged_args(non_default_args: str | dict[str, Any], *, gpu: str | None = None,
+                          vllm_version: str | None = None, **extra: Any) -> tuple[Any, ParsedCommand]:
+    """The a-priori plan of the command a startup log records in its ``non-default args: {...}``
+    line (for ``explain-log`` to show beside the log's figures): the line read against the
+    release's argument table, its modelled flags planned, the rest named as for a command."""
+    from vmemplan.request.vllm_args import parse_non_default_args
+
+    parsed = parse_non_default_args(non_default_args, vllm_version=vllm_version)
+    if parsed.model is None:
+        from vmemplan.errors import BadInput
+
+        raise BadInput("the non-default args line names no model", hint="give the model with --model")
+    flags = {**engine_flags(parsed), **extra}
+    if vllm_version is not None:
+        flags.setdefault("vllm_version", vllm_version)
+    plan, _ = plan_for_command(parsed, model=parsed.model, gpu=gpu, **flags)
+    return plan, parsed
