@@ -159,6 +159,14 @@ def _plan_memory(req: ResolvedRequest) -> MemoryPlan:
             from dataclasses import replace as _replace
 
             wb = _replace(wb, total_bytes=wb.total_bytes + lora_bytes, by_kind={**wb.by_kind, "lora": lora_bytes})
+        from vmemplan.laws.offload import offloaded_bytes_for  # --cpu-offload-gb: weights left in host memory
+
+        offload_bytes, offload_text = offloaded_bytes_for(req, ctx, adapter.weight_tensors(ctx))
+        if offload_bytes:
+            from dataclasses import replace as _replace
+
+            wb = _replace(wb, total_bytes=wb.total_bytes - offload_bytes,
+                          by_kind={**wb.by_kind, "cpu_offload": -offload_bytes})
         # EPLB's redundant expert copies (and its state buffers) are loaded with the weights but
         # reported apart, so that the total counts them once (vllm/distributed/eplb/eplb_state.py).
         eplb = weight_bytes_per_rank(adapter.eplb_tensors(ctx), model_dtype=req.dtype,
@@ -174,6 +182,8 @@ def _plan_memory(req: ResolvedRequest) -> MemoryPlan:
                            "(2 MiB segments, c10/cuda/CUDACachingAllocator.cpp)"))
     if lora_text:
         prov.append(Provenance("weights_bytes.lora", lora_bytes, "exact", lora_text))
+    if offload_text:
+        prov.append(Provenance("weights_bytes.cpu_offload", -offload_bytes, "exact", offload_text))
 
     # --- activation peak (profile run) -----------------------------------------------
     # The dummy step's size: max_num_batched_tokens under chunked prefill; releases that

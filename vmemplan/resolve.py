@@ -79,6 +79,8 @@ class PlanInputs(BaseModel):
     max_lora_rank: int | None = Field(default=None, ge=1)
     lora_dtype: str | None = None
     fully_sharded_loras: bool | None = None
+    # --cpu-offload-gb (vmemplan/laws/offload.py): decoder-layer weights kept in host memory
+    cpu_offload_gb: float | None = Field(default=None, ge=0)
     # --hf-overrides: config.json edits, applied as vLLM applies them (vmemplan/request/overrides.py)
     hf_overrides: str | dict[str, Any] | None = None
 
@@ -118,6 +120,7 @@ class ResolvedRequest:
     quant_scheme: Any = None  # vmemplan.laws.quant.QuantScheme, None for 16-bit weights
     runner: str = "generate"  # "pooling" for embedding and scoring models
     lora: Any = None  # vmemplan.laws.lora.LoraConfig with --enable-lora
+    cpu_offload_bytes: int = 0  # --cpu-offload-gb × 2^30, where modelled
 
     @property
     def world_size(self) -> int:
@@ -304,8 +307,13 @@ def _resolve_with(inputs: PlanInputs, *, registry: Registry, source: ModelSource
         warnings.append("--enable-lora: the stacked adapter buffers are counted in the weights; the extra CUDA "
                         "graphs captured per adapter state (cudagraph_specialize_lora) and the dummy adapters of "
                         "the profile run are not, so the CUDA-graph and activation figures are low estimates")
+    cpu_offload_bytes = int((inputs.cpu_offload_gb or 0) * 1024**3)
+    if cpu_offload_bytes and quant_scheme is not None:
+        warnings.append("--cpu-offload-gb on a quantized checkpoint is not modelled: no weights are moved off the "
+                        "GPU in this plan, so the weights are overstated and the KV pool understated")
+        cpu_offload_bytes = 0
     return ResolvedRequest(
-        lora=lora,
+        lora=lora, cpu_offload_bytes=cpu_offload_bytes,
         quant_scheme=quant_scheme, runner=runner,
         inputs=inputs, source=source, config=config, adapter=adapter, gpu=gpu, rules=rules,
         vllm_version=inputs.vllm_version or rules.max_version or rules.min_version,
