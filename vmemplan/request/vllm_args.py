@@ -571,7 +571,7 @@ def _classify(model: str | None, given: Iterable[tuple[ArgSpec, str, Any]], tabl
     classes: dict[str, list[str]] = {c: [] for c in EFFECTS}
     reasons: dict[str, str] = {}
     notes: list[str] = []
-    for spec, option, value in given:
+    for spec, _option, value in given:
         if spec.value == "list" and spec.dest in values and isinstance(values[spec.dest], list) and \
                 spec.dest in ("api_key",):
             values[spec.dest] = values[spec.dest] + value
