@@ -1,0 +1,146 @@
+"""Issue 15: files that are not what they claim (FIFOs, devices, huge, deep, unsearchable)."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import sys
+
+import pytest
+
+from tests.hostile.conftest import check_contract, cli, model_json, write_config
+
+
+@pytest.fixture
+def fifo(tmp_path):
+    path = tmp_path / "config.json"
+    os.mkfifo(path)
+    return path
+
+
+def test_fifo_config_is_refused_not_opened(fifo):
+    run = cli("size", str(fifo), "--gpu", "h100")
+    check_contract(run, 4)
+    assert "not a regular file" in run.stderr
+
+
+def test_fifo_in_model_dir_is_refused(fifo):
+    run = cli("size", str(fifo.parent), "--gpu", "h100")
+    check_contract(run, 4)
+
+
+def test_fifo_log_is_refused(tmp_path):
+    path = tmp_path / "server.log"
+    os.mkfifo(path)
+    check_contract(cli("explain-log", str(path)), 4)
+
+
+def test_fifo_safetensors_is_skipped(tmp_path):
+    write_config(tmp_path, model_json("meta-llama--Llama-3.1-8B.json"))
+    os.mkfifo(tmp_path / "model.safetensors")
+    run = cli("size", str(tmp_path), "--gpu", "h100", "--format", "json")
+    assert run.code == 0, run.stderr
+    assert "Traceback" not in run.stderr
+
+
+@pytest.mark.parametrize("args", [
+    ["size", "/dev/zero", "--gpu", "h100"],
+    ["explain-log", "/dev/zero"],
+])
+def test_dev_zero_is_refused(args):
+    check_contract(cli(*args), 4)
+
+
+def test_symlink_to_dev_zero_is_refused(tmp_path):
+    (tmp_path / "config.json").symlink_to("/dev/zero")
+    check_contract(cli("size", str(tmp_path), "--gpu", "h100"), 4)
+
+
+def test_stdin_log_is_bounded():
+    with open("/dev/zero", "rb") as zero:
+        run = cli("explain-log", "-", stdin=zero.fileno())
+    check_contract(run, 4)
+
+
+def test_oversized_config_is_refused(tmp_path):
+    path = tmp_path / "config.json"
+    with path.open("wb") as fh:  # sparse: 40 MiB of nothing
+        fh.truncate(40 << 20)
+    check_contract(cli("size", str(path), "--gpu", "h100"), 4)
+
+
+def test_five_thousand_digit_integer(tmp_path):
+    text = json.dumps(model_json("meta-llama--Llama-3.1-8B.json"))[:-1] + ', "hidden_size": ' + "9" * 5000 + "}"
+    run = cli("size", str(write_config(tmp_path, text)), "--gpu", "h100")
+    check_contract(run, 4)
+
+
+def test_five_thousand_digit_quantize_config(tmp_path):
+    write_config(tmp_path, model_json("meta-llama--Llama-3.1-8B.json"))
+    write_config(tmp_path, '{"bits": ' + "4" * 5000 + ', "group_size": 128}', "quantize_config.json")
+    check_contract(cli("size", str(tmp_path), "--gpu", "h100"), 4)
+
+
+def test_deep_nesting(tmp_path):
+    text = '{"text_config": ' + "[" * 20000 + "]" * 20000 + ', "hidden_size": 1}'
+    check_contract(cli("size", str(write_config(tmp_path, text)), "--gpu", "h100"), 4)
+
+
+def test_deep_nesting_in_quant_config(tmp_path):
+    write_config(tmp_path, model_json("meta-llama--Llama-3.1-8B.json"))
+    write_config(tmp_path, '{"q": ' + "[" * 20000 + "]" * 20000 + "}", "hf_quant_config.json")
+    check_contract(cli("size", str(tmp_path), "--gpu", "h100"), 4)
+
+
+def test_deep_safetensors_index_is_skipped(tmp_path):
+    write_config(tmp_path, model_json("meta-llama--Llama-3.1-8B.json"))
+    (tmp_path / "model.safetensors").write_bytes(b"\x02\x00\x00\x00\x00\x00\x00\x00{}")
+    write_config(tmp_path, '{"weight_map": ' + "[" * 20000 + "]" * 20000 + "}", "model.safetensors.index.json")
+    run = cli("size", str(tmp_path), "--gpu", "h100", "--format", "json")
+    assert run.code == 0 and "Traceback" not in run.stderr, run.stderr
+
+
+def test_deep_safetensors_header_is_skipped(tmp_path):
+    write_config(tmp_path, model_json("meta-llama--Llama-3.1-8B.json"))
+    header = b"[" * 20000 + b"]" * 20000
+    (tmp_path / "model.safetensors").write_bytes(len(header).to_bytes(8, "little") + header)
+    run = cli("size", str(tmp_path), "--gpu", "h100", "--format", "json")
+    assert run.code == 0 and "Traceback" not in run.stderr, run.stderr
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root ignores permissions")
+def test_unsearchable_directory(tmp_path):
+    model_dir = tmp_path / "model"
+    model_dir.mkdir()
+    write_config(model_dir, model_json("meta-llama--Llama-3.1-8B.json"))
+    model_dir.chmod(stat.S_IRUSR)  # readable listing, no search permission
+    try:
+        check_contract(cli("size", str(model_dir), "--gpu", "h100"), 4)
+    finally:
+        model_dir.chmod(stat.S_IRWXU)
+
+
+def test_model_id_longer_than_255_characters():
+    check_contract(cli("size", "org/" + "m" * 300, "--gpu", "h100"), 4)
+
+
+def test_escape_sequences_in_config_strings_never_reach_the_terminal(tmp_path):
+    config = model_json("meta-llama--Llama-3.1-8B.json")
+    config["architectures"] = ["Evil\x1b]0;pwned\x07\x1b[2J"]
+    run = cli("size", str(write_config(tmp_path, config)), "--gpu", "h100")
+    check_contract(run, 4)
+    assert "\x1b" not in run.stdout and "\x07" not in run.stdout
+
+
+def test_yaml_alias_bomb_in_log_header(tmp_path):
+    lines = ["---", 'a: &a ["x","x","x","x","x","x","x","x","x"]']
+    for i in range(1, 12):
+        lines.append(f"{chr(97 + i)}: &{chr(97 + i)} [*{chr(96 + i)},*{chr(96 + i)},*{chr(96 + i)},"
+                     f"*{chr(96 + i)},*{chr(96 + i)},*{chr(96 + i)},*{chr(96 + i)},*{chr(96 + i)},*{chr(96 + i)}]")
+    lines += ["---", "INFO 01-01 00:00:00 [core.py:1] hello"]
+    path = tmp_path / "bomb.log"
+    path.write_text("\n".join(lines) + "\n")
+    run = cli("explain-log", str(path))
+    assert run.code in (4,), run.stderr
+    check_contract(run, 4)
