@@ -24,24 +24,41 @@ __all__ = [
 
 
 def _scrub(text: str) -> str:
-    """Replace any Hugging Face token from the environment by ``***``."""
-    for name in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"):
-        token = os.environ.get(name, "").strip()
-        if len(token) > 4:
-            text = text.replace(token, "***")
-    return text
+    """Make text from anywhere safe to print: no token, no URL userinfo, no control characters."""
+    from vmemplan.sources._io import printable, scrub_secrets
+
+    return printable(scrub_secrets(text))
 
 
-def report(message: str, hint: str | None = None) -> None:
-    """Write one ``error:`` line (and a ``hint:`` line) on stderr, token scrubbed, nothing else.
+#: The hint an error gets when the code that raised it gave none, by exit code.
+_DEFAULT_HINTS = {
+    2: "see `vmemplan COMMAND --help` for the flags and the values they take",
+    3: "see the plan above for what would not fit, and relax the target or the flags",
+    4: "check the input named above (a config.json, model directory, log or GPU id)",
+    5: "reinstall vmemplan, or unset VMEMPLAN_REGISTRY to use the registry it ships with",
+    6: "set HF_HUB_OFFLINE=1 to skip the network, or pass a local config.json or model directory",
+}
+
+
+def report(message: str, hint: str | None = None, *, code: int | None = None) -> None:
+    """Write one ``error:`` line and one ``hint:`` line on stderr: token and userinfo scrubbed,
+    control characters and escape sequences removed, nothing else.
 
     A message is folded onto one line so that the contract "one line per field" holds even
-    for multi-line messages (a registry error listing several problems).
+    for multi-line messages (a registry error listing several problems).  An error raised
+    without a hint gets the default hint of its exit code.
     """
-    sys.stderr.write(_scrub("error: " + " ".join(str(message).split())) + "\n")
-    if hint:
-        sys.stderr.write(_scrub("hint: " + " ".join(str(hint).split())) + "\n")
-    sys.stderr.flush()
+    if not hint:
+        hint = _DEFAULT_HINTS.get(code if code is not None else 4, _DEFAULT_HINTS[4])
+    text = _scrub("error: " + " ".join(str(message).split())) + "\n" + _scrub("hint: " + " ".join(str(hint).split())) + "\n"
+    stream = sys.stderr
+    if stream is None:
+        return
+    try:
+        stream.write(text)
+        stream.flush()
+    except (OSError, ValueError):  # stderr closed or full: the exit code still says it
+        pass
 
 
 def print_traceback_if_debug() -> None:
@@ -49,12 +66,13 @@ def print_traceback_if_debug() -> None:
     if os.environ.get("VMEMPLAN_DEBUG"):
         import traceback
 
-        sys.stderr.write(_scrub(traceback.format_exc()))
+        if sys.stderr is not None:
+            sys.stderr.write(_scrub(traceback.format_exc()))
 
 
 def fail(error: VmemplanError) -> None:
     """Print one ``error:`` line (and a ``hint:`` line) on stderr and exit with its code."""
-    report(error.message, error.hint)
+    report(error.message, error.hint, code=int(error.exit_code))
     raise typer.Exit(int(error.exit_code))
 
 
@@ -72,7 +90,7 @@ def reports_errors(command: F) -> F:
             print_traceback_if_debug()
             fail(error)
         except KeyboardInterrupt:
-            sys.stderr.write("error: interrupted\n")
+            report("interrupted", "the run was stopped by Ctrl-C (SIGINT) before it finished; run it again")
             raise typer.Exit(int(ExitCode.INTERRUPTED)) from None
         except ValueError as error:  # pydantic validation of flag values
             from pydantic import ValidationError

@@ -292,9 +292,9 @@ def split_corpus_header(text: str) -> tuple[dict[str, Any] | None, str]:
     body = "\n".join(lines[end:])
     data: Any = None
     try:
-        import yaml  # lazy: keep module import light
+        from vmemplan._yaml import load_yaml_text  # lazy: keep module import light; aliases bounded
 
-        data = yaml.safe_load("\n".join(head))
+        data = load_yaml_text("\n".join(head))
     except Exception:  # noqa: BLE001 - any YAML problem falls back to the tiny reader
         data = None
     if not isinstance(data, dict):
