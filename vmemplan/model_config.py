@@ -159,6 +159,9 @@ class ModelConfig:
             if isinstance(sub, Mapping) and sub.get("hidden_size") is not None:
                 text = sub
                 break
+        from vmemplan.config_schema import validate_config, validate_quantization
+
+        validate_config(raw, text)
         architecture = archs[0] if archs else ""
         model_type = str(text.get("model_type") or raw.get("model_type") or "")
 
@@ -206,7 +209,9 @@ class ModelConfig:
         dtype = dtype.removeprefix("torch.")
         qc = raw.get("quantization_config") or text.get("quantization_config")
         if qc is not None and not isinstance(qc, Mapping):
-            raise ModelConfigError("config.json: quantization_config must be an object")
+            raise ModelConfigError("config.json: quantization_config must be an object",
+                                   hint="quantization_config holds an object with quant_method and its settings")
+        validate_quantization(qc, "config.json quantization_config")
         return cls(
             raw=raw,
             text=text,

@@ -529,10 +529,15 @@ def _scheme_for(
             hint="online quantization of a 16-bit checkpoint supports fp8 (and bitsandbytes in older vLLM)",
         )
     if not isinstance(qc, Mapping):
-        raise ModelConfigError("quantization_config must be an object")
+        raise ModelConfigError("quantization_config must be an object",
+                               hint="quantization_config holds an object with quant_method and its settings")
     inner = qc.get("quantization")
     method = str(qc.get("quant_method")
                  or (isinstance(inner, Mapping) and inner.get("quant_algo") and "modelopt") or "").lower()
+    from vmemplan.config_schema import check_quantization_flag, validate_quantization
+
+    validate_quantization(qc, source)
+    check_quantization_flag(method, flag)
     if method in ("fp8", "fbgemm_fp8"):
         block = qc.get("weight_block_size")
         excluded = _as_list(qc.get("modules_to_not_convert") or qc.get("ignored_layers"))
