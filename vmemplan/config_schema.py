@@ -136,10 +136,8 @@ def _describe(field: Field) -> str:
 
 
 def _check(where: str, name: str, value: Any, field: Field) -> None:
-    if value is None:
-        if field.nullable:
-            return
-        raise ModelConfigError(f"config.json: {where}{name} is null", hint=_HINT.format(what=_describe(field)))
+    if value is None:  # transformers reads null as "use the default"; a required one is missing
+        return
     bad = False
     if field.kind == "bool":
         bad = not isinstance(value, bool)

@@ -298,8 +298,11 @@ def _translate_hub_error(
         status = getattr(response, "status_code", None)
         return HubUnavailable(
             f"the Hugging Face Hub answered HTTP {status} when fetching {filename} of {repo_id}{at}",
-            hint="a 401/403 usually means a missing or insufficient token (`hf auth login`, HF_TOKEN); "
-            "a 5xx means the Hub is having trouble, try again later",
+            hint=("the Hub is rate-limiting this machine; try again later, or set HF_HUB_OFFLINE=1 and pass a "
+                  "local config.json" if status == 429 else
+                  "a 401/403 usually means a missing or insufficient token (`hf auth login`, HF_TOKEN); "
+                  "a 5xx means the Hub is having trouble, try again later, or set HF_HUB_OFFLINE=1 and pass a "
+                  "local config.json"),
         )
     if isinstance(error, _network_error_types()):
         detail = printable(scrub(str(error)).strip().splitlines()[0] if str(error).strip() else "")[:200]
