@@ -99,7 +99,7 @@ def reports_errors(command: F) -> F:
                 print_traceback_if_debug()
                 first = error.errors()[0]
                 loc = "--" + "-".join(str(p) for p in first["loc"]).replace("_", "-")
-                fail(UsageError(f"{loc}: {first['msg']}"))
+                fail(UsageError(f"{loc}: {first['msg']}", hint=f"see `vmemplan COMMAND --help` for the values {loc} takes"))
             raise
 
     return wrapper  # type: ignore[return-value]

@@ -15,6 +15,11 @@ __all__ = ["render_table", "render_tree", "memory_bar", "segments"]
 
 
 def _g(n: int) -> str:
+    """GiB with two decimals; exact integer arithmetic, so an astronomically large figure prints
+    instead of overflowing a float."""
+    if isinstance(n, int) and abs(n) >= 1 << 900:
+        digits = str(abs(n) // GIB)
+        return f"{'-' if n < 0 else ''}{digits[0]}.{digits[1:3]}e{len(digits) - 1}"
     return f"{n / GIB:,.2f}"
 
 
@@ -50,7 +55,9 @@ def memory_bar(plan: MemoryPlan, width: int = 60) -> RenderableType:
     text = Text()
     used_cells = 0
     for i, (label, n, colour) in enumerate(segs):
-        cells = round(n / total * width) if i < len(segs) - 1 else max(width - used_cells, 0)
+        # integer arithmetic (no float overflow for huge figures), never wider than the bar
+        share = (2 * int(n) * width + int(total)) // (2 * int(total)) if total > 0 else width
+        cells = min(share, width) if i < len(segs) - 1 else max(width - used_cells, 0)
         cells = max(cells, 1) if n > 0 else 0
         text.append(_GLYPHS.get(label, "█") * cells, style=colour)
         used_cells += cells

@@ -36,20 +36,13 @@ printing untrusted text safely).  This module re-exports the public names.
 from __future__ import annotations
 
 import dataclasses
-import difflib
-import functools
-import math
-import os
 import re
-import struct
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager, nullcontext
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from vmemplan.errors import BadInput, HubUnavailable, ModelConfigError, RegistryInvalid, VmemplanError
-from vmemplan.sources._io import NotRegularFile, loads_json, printable, read_regular, scrub_secrets
+from vmemplan.errors import BadInput, HubUnavailable
 from vmemplan.sources.bundled import (
     _find_bundled,
     _load_bundled,

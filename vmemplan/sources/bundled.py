@@ -3,21 +3,15 @@ provenance, and the family-aware suggestions shown when an id is not bundled."""
 
 from __future__ import annotations
 
-import dataclasses
 import difflib
 import functools
-import math
 import os
 import re
-import struct
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from vmemplan.errors import BadInput, HubUnavailable, ModelConfigError, RegistryInvalid, VmemplanError
-from vmemplan.sources._io import NotRegularFile, loads_json, printable, read_regular, scrub_secrets
+from vmemplan.errors import RegistryInvalid, VmemplanError
 from vmemplan.sources.local import (
     _SIDECAR_QUALIFIERS,
     _VARIANT_QUALIFIERS,
@@ -151,11 +145,11 @@ def _parse_yaml_mapping(path_text: str, size: int, mtime_ns: int) -> dict[str, A
 
         data = load_yaml_file(path)
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
-        raise RegistryInvalid(f"registry file {path} cannot be read: {error}") from None
+        raise RegistryInvalid(f"registry file {path} cannot be read: {error}", hint="reinstall vmemplan, or unset VMEMPLAN_REGISTRY to use the registry it ships with") from None
     if data is None:
         return {}
     if not isinstance(data, dict):
-        raise RegistryInvalid(f"registry file {path} must hold a mapping at the top level")
+        raise RegistryInvalid(f"registry file {path} must hold a mapping at the top level", hint="reinstall vmemplan, or unset VMEMPLAN_REGISTRY to use the registry it ships with")
     return data
 
 
@@ -171,16 +165,16 @@ def _load_aliases(models_dir: Path) -> dict[str, _Alias]:
     path = models_dir / "aliases.yaml"
     data = _load_yaml_mapping(path).get("aliases") or {}
     if not isinstance(data, dict):
-        raise RegistryInvalid(f"{path}: 'aliases' must be a mapping of id -> {{target, source}}")
+        raise RegistryInvalid(f"{path}: 'aliases' must be a mapping of id -> {{target, source}}", hint="reinstall vmemplan, or unset VMEMPLAN_REGISTRY to use the registry it ships with")
     aliases: dict[str, _Alias] = {}
     for alias, body in data.items():
         if not isinstance(alias, str) or not isinstance(body, dict):
-            raise RegistryInvalid(f"{path}: alias {alias!r} must map to {{target: ..., source: ...}}")
+            raise RegistryInvalid(f"{path}: alias {alias!r} must map to {{target: ..., source: ...}}", hint="reinstall vmemplan, or unset VMEMPLAN_REGISTRY to use the registry it ships with")
         target, source = body.get("target"), body.get("source")
         if not isinstance(target, str) or not target or not isinstance(source, str) or not source.strip():
-            raise RegistryInvalid(f"{path}: alias {alias!r} needs a 'target' id and a 'source' line")
+            raise RegistryInvalid(f"{path}: alias {alias!r} needs a 'target' id and a 'source' line", hint="reinstall vmemplan, or unset VMEMPLAN_REGISTRY to use the registry it ships with")
         if alias.lower() in aliases:
-            raise RegistryInvalid(f"{path}: alias {alias!r} is listed twice (ids match case-insensitively)")
+            raise RegistryInvalid(f"{path}: alias {alias!r} is listed twice (ids match case-insensitively)", hint="reinstall vmemplan, or unset VMEMPLAN_REGISTRY to use the registry it ships with")
         aliases[alias.lower()] = _Alias(alias, target, " ".join(source.split()))
     return aliases
 
@@ -188,7 +182,7 @@ def _load_aliases(models_dir: Path) -> dict[str, _Alias]:
 def _load_provenance(models_dir: Path) -> dict[str, dict[str, Any]]:
     files = _load_yaml_mapping(models_dir / "provenance.yaml").get("files") or {}
     if not isinstance(files, dict):
-        raise RegistryInvalid(f"{models_dir / 'provenance.yaml'}: 'files' must be a mapping")
+        raise RegistryInvalid(f"{models_dir / 'provenance.yaml'}: 'files' must be a mapping", hint="reinstall vmemplan, or unset VMEMPLAN_REGISTRY to use the registry it ships with")
     return files
 
 
@@ -227,7 +221,8 @@ def _find_bundled(ref: str, models_dir: Path) -> tuple[_BundledFile, _Alias | No
     target = index.get(alias.target.lower())
     if target is None:
         raise RegistryInvalid(
-            f"{models_dir / 'aliases.yaml'}: alias {alias.alias} points at {alias.target}, which is not bundled"
+            f"{models_dir / 'aliases.yaml'}: alias {alias.alias} points at {alias.target}, which is not bundled",
+            hint="reinstall vmemplan, or unset VMEMPLAN_REGISTRY to use the registry it ships with",
         )
     return target, alias, alias.alias
 

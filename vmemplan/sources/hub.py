@@ -3,21 +3,16 @@ and the translation of huggingface_hub failures into vmemplan errors."""
 
 from __future__ import annotations
 
-import dataclasses
-import difflib
-import functools
 import math
 import os
-import re
-import struct
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from vmemplan.errors import BadInput, HubUnavailable, ModelConfigError, RegistryInvalid, VmemplanError
-from vmemplan.sources._io import NotRegularFile, loads_json, printable, read_regular, scrub_secrets
+from vmemplan.errors import BadInput, HubUnavailable, VmemplanError
+from vmemplan.sources._io import printable, scrub_secrets
 from vmemplan.sources.local import (
     _COMMIT_RE,
     _GATED_HINT,

@@ -3,23 +3,18 @@ and local paths (a config.json or a model directory)."""
 
 from __future__ import annotations
 
-import dataclasses
-import difflib
-import functools
 import json
 import math
 import os
 import re
 import stat
 import struct
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from vmemplan.errors import BadInput, HubUnavailable, ModelConfigError, RegistryInvalid, VmemplanError
-from vmemplan.sources._io import MAX_CONFIG_BYTES, NotRegularFile, loads_json, printable, read_regular, scrub_secrets
+from vmemplan.errors import BadInput, ModelConfigError, VmemplanError
+from vmemplan.sources._io import MAX_CONFIG_BYTES, NotRegularFile, loads_json, printable, read_regular
 
 SourceKind = Literal["local", "bundled", "hf-cache", "hub"]
 
