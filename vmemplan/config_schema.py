@@ -267,21 +267,12 @@ def validate_quantization(qc: Mapping[str, Any] | None, source: str = "quantizat
         if not (isinstance(block, list) and len(block) == 2 and all(
                 isinstance(b, int) and not isinstance(b, bool) and 0 < b <= 1 << 16 for b in block)):
             raise _qfail(source, "weight_block_size", block, "two positive whole numbers")
+    inner = qc.get("quantization") if isinstance(qc.get("quantization"), Mapping) else {}
+    for holder in (qc, inner):
+        for key in _EXCLUSION_KEYS:
+            if holder.get(key) is not None:
+                _check_exclusions(holder[key], f"{source}: {key}")
     if method == "compressed-tensors":
-        ignore = qc.get("ignore")
-        if ignore is not None:
-            if not isinstance(ignore, list) or len(ignore) > MAX_IGNORE_ENTRIES:
-                raise _qfail(source, "ignore", f"<{len(ignore) if isinstance(ignore, list) else type(ignore).__name__}>",
-                             f"a list of at most {MAX_IGNORE_ENTRIES:,} module names or re: patterns")
-            for i, entry in enumerate(ignore):
-                if not isinstance(entry, str) or len(entry) > MAX_PATTERN_CHARS:
-                    raise _qfail(source, f"ignore[{i}]", entry, f"a module name or re: pattern of at most {MAX_PATTERN_CHARS} characters")
-                if entry.startswith("re:"):
-                    try:
-                        re.compile(entry[3:])
-                    except (re.error, RecursionError, OverflowError) as error:
-                        raise ModelConfigError(f"{source}: ignore[{i}] is not a valid regular expression ({error})",
-                                               hint="fix the re: pattern in the ignore list of the quantization config") from None
         groups = qc.get("config_groups")
         if isinstance(groups, Mapping):
             for name, group in list(groups.items())[:64]:
@@ -293,9 +284,60 @@ def validate_quantization(qc: Mapping[str, Any] | None, source: str = "quantizat
                         raise _qfail(f"{source} config_groups.{name}.weights", "group_size", gs, "-1 or a positive whole number")
 
 
-#: compressed-tensors ignore lists: real ones name every excluded module of ~100 layers.
-MAX_IGNORE_ENTRIES = 20_000
+#: A group that repeats and itself holds a repetition or an alternation, e.g. ``(a+)+``,
+#: ``(.*.*)*``, ``(a|a)*``: the shapes whose backtracking grows exponentially with the name.
+_NESTED_REPEAT = re.compile(r"\((?:[^()\\]|\\.)*(?:[*+?}|]|\{\d)(?:[^()\\]|\\.)*\)\s*(?:[*+]|\{\d+(?:,\d*)?\})")
+
+
+def check_ignore_pattern(pattern: str, where: str) -> None:
+    """Refuse a ``re:`` ignore pattern that does not compile, or whose shape backtracks
+    catastrophically (a repeated group that holds a repetition or an alternation).  Real
+    compressed-tensors patterns (``.*lm_head``, ``model.layers.\\d+.mlp.gate$``) are plain."""
+    try:
+        re.compile(pattern)
+    except (re.error, RecursionError, OverflowError) as error:
+        raise ModelConfigError(f"{where} is not a valid regular expression ({error})",
+                               hint="fix the re: pattern in the ignore list of the quantization config") from None
+    depth_hint = pattern.count("(")
+    if depth_hint > 32 or _NESTED_REPEAT.search(pattern) or re.search(r"\)\s*[*+][^()]*\)\s*[*+]", pattern):
+        raise ModelConfigError(
+            f"{where} repeats a group that itself repeats or alternates ({pattern[:60]!r}); matching it can take "
+            "exponential time",
+            hint="rewrite the re: pattern without a repeated group around a repetition, e.g. .*mlp.gate$",
+        )
+
+
+#: Exclusion lists (compressed-tensors ``ignore``, fp8 ``modules_to_not_convert``, ModelOpt
+#: ``exclude_modules``, ...): real ones name every excluded module of up to ~100 layers (the
+#: longest bundled one, Llama-4-Maverick-FP8's, has 569 entries).  Entries without a layer
+#: index are matched against every layer, so they are capped more tightly.
+MAX_IGNORE_ENTRIES = 10_000
+MAX_GENERIC_ENTRIES = 1_000
 MAX_PATTERN_CHARS = 1_000
+_EXCLUSION_KEYS = ("ignore", "modules_to_not_convert", "ignored_layers", "exclude_modules", "llm_int8_skip_modules")
+_LAYER_INDEX = re.compile(r"layers\.(\d+)\.")
+
+
+def _check_exclusions(entries: Any, where: str) -> None:
+    if isinstance(entries, str):
+        entries = [entries]
+    if not isinstance(entries, list) or len(entries) > MAX_IGNORE_ENTRIES:
+        size = f"{len(entries):,} entries" if isinstance(entries, list) else type(entries).__name__
+        raise ModelConfigError(f"{where} holds {size}; vmemplan reads at most {MAX_IGNORE_ENTRIES:,} module names",
+                               hint="an exclusion list names modules or re: patterns; is the quantization config corrupt?")
+    generic = 0
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, str) or len(entry) > MAX_PATTERN_CHARS:
+            raise _qfail(where.split(": ")[0], f"{where.split(': ')[-1]}[{i}]", entry,
+                         f"a module name or re: pattern of at most {MAX_PATTERN_CHARS} characters")
+        if not _LAYER_INDEX.search(entry):
+            generic += 1
+        if entry.startswith("re:"):
+            check_ignore_pattern(entry[3:], f"{where}[{i}]")
+    if generic > MAX_GENERIC_ENTRIES:
+        raise ModelConfigError(
+            f"{where} holds {generic:,} entries that name no layer; vmemplan reads at most {MAX_GENERIC_ENTRIES:,}",
+            hint="an exclusion list names modules or re: patterns; is the quantization config corrupt?")
 
 #: ``--quantization`` values that vLLM 0.33 accepts in place of a checkpoint's own method
 #: (the kernels that override it: ``override_quantization_method`` in gptq_marlin.py,

@@ -44,6 +44,7 @@ width.  :func:`scheme_for` reads the scheme from ``quantization_config``,
 from __future__ import annotations
 
 import fnmatch
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -199,6 +200,16 @@ class QuantScheme:
         return False
 
 
+@functools.lru_cache(maxsize=4096)
+def _compiled(pattern: str) -> re.Pattern[str]:
+    """A ``re:`` ignore pattern, compiled once; an invalid or catastrophic one is an input error
+    (config_schema.check_ignore_pattern refuses repeated groups that repeat or alternate)."""
+    from vmemplan.config_schema import check_ignore_pattern
+
+    check_ignore_pattern(pattern, "an ignore-list re: pattern")
+    return re.compile(pattern)
+
+
 def _match(module: str, pattern: str, mode: str = "pattern") -> bool:
     """Whether ``pattern`` from an ignore list names ``module``.
 
@@ -212,7 +223,7 @@ def _match(module: str, pattern: str, mode: str = "pattern") -> bool:
     if mode == "substring":
         return pattern in module
     if pattern.startswith("re:"):
-        return re.match(pattern[3:], module) is not None
+        return _compiled(pattern[3:]).match(module) is not None
     if any(c in pattern for c in "*?["):
         return fnmatch.fnmatchcase(module, pattern) or fnmatch.fnmatchcase(module, pattern + ".*")
     return module == pattern or module.endswith("." + pattern)
