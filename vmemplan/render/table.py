@@ -46,6 +46,9 @@ def segments(plan: MemoryPlan) -> list[tuple[str, int, str]]:
     return [s for s in segs if s[1] > 0]
 
 
+_MAX_BAR_CELLS = 1_000
+
+
 def memory_bar(plan: MemoryPlan, width: int = 60) -> RenderableType:
     """A proportional bar of one rank's memory, with a legend."""
     from rich.text import Text
@@ -55,9 +58,13 @@ def memory_bar(plan: MemoryPlan, width: int = 60) -> RenderableType:
     text = Text()
     used_cells = 0
     for i, (label, n, colour) in enumerate(segs):
-        # integer arithmetic (no float overflow for huge figures), never wider than the bar
-        share = (2 * int(n) * width + int(total)) // (2 * int(total)) if total > 0 else width
-        cells = min(share, width) if i < len(segs) - 1 else max(width - used_cells, 0)
+        # proportional (a figure larger than the GPU runs past the bar), but bounded: an
+        # astronomically large figure neither overflows a float nor draws millions of cells
+        try:
+            share = round(n / total * width) if total > 0 else width
+        except OverflowError:
+            share = _MAX_BAR_CELLS
+        cells = min(share, _MAX_BAR_CELLS) if i < len(segs) - 1 else max(width - used_cells, 0)
         cells = max(cells, 1) if n > 0 else 0
         text.append(_GLYPHS.get(label, "█") * cells, style=colour)
         used_cells += cells
