@@ -105,17 +105,51 @@ def reports_errors(command: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+class _TerminalSafe:
+    """A text stream that lets rich's colour codes (SGR, ``ESC [ … m``) through and drops every
+    other escape sequence and control character, whatever string from an input reaches it."""
+
+    _UNSAFE = __import__("re").compile(
+        r"\x1b\[[0-9;]*m"  # kept: SGR colour codes (group-less alternative checked below)
+        r"|\x1b(?:\[[0-?]*[ -/]*[@-~]|[@-Z\\-_]?)"
+        r"|[\x00-\x08\x0b-\x1f\x7f-\x9f]"
+    )
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def _clean(self, text: str) -> str:
+        return self._UNSAFE.sub(lambda m: m.group(0) if m.group(0).endswith("m") and m.group(0).startswith("\x1b[")
+                                and m.group(0)[2:-1].replace(";", "").isdigit() or m.group(0) == "\x1b[m" else "", text)
+
+    def write(self, text: str) -> int:
+        self._stream.write(self._clean(text))
+        return len(text)
+
+    def __getattr__(self, name: str) -> Any:  # flush, isatty, fileno, encoding, ...
+        return getattr(self._stream, name)
+
+
 def console(*, stderr: bool = False, no_color: bool = False) -> Any:
-    """A rich Console made per call (never at import), honouring NO_COLOR and --no-color."""
+    """A rich Console made per call (never at import), honouring NO_COLOR and --no-color, whose
+    output carries no escape sequence or control character but rich's own colours."""
     from rich.console import Console
 
     no_color = no_color or bool(os.environ.get("NO_COLOR"))
-    return Console(stderr=stderr, no_color=no_color, highlight=False,
-                   color_system=None if no_color else "auto", soft_wrap=False)
+    stream = sys.stderr if stderr else sys.stdout
+    return Console(file=_TerminalSafe(stream) if stream is not None else None, stderr=stderr,
+                   no_color=no_color, highlight=False, color_system=None if no_color else "auto", soft_wrap=False)
 
 
 def emit(text: str) -> None:
-    sys.stdout.write(text)
+    """Write plain output (JSON, CSV, log lines, text) with control characters removed."""
+    from vmemplan.sources._io import printable
+
+    if sys.stdout is None:
+        import errno
+
+        raise OSError(errno.EBADF, "standard output is closed")
+    sys.stdout.write(printable(text))
     sys.stdout.flush()
 
 
