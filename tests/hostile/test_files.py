@@ -8,6 +8,8 @@ import stat
 
 import pytest
 
+from pathlib import Path
+
 from tests.hostile.conftest import check_contract, cli, model_json, write_config
 
 
@@ -143,3 +145,42 @@ def test_yaml_alias_bomb_in_log_header(tmp_path):
     run = cli("explain-log", str(path))
     assert run.code in (4,), run.stderr
     check_contract(run, 4)
+
+
+LOG = Path(__file__).resolve().parent / "fixtures" / "qwen2-7b-no-header.log"  # corpus log 001, no header
+
+
+@pytest.mark.parametrize("replacement", ["/dev/zero", "FIFO"])
+def test_log_naming_a_device_or_fifo_as_its_model(tmp_path, replacement):
+    if replacement == "FIFO":
+        replacement = str(tmp_path / "model")
+        os.mkfifo(replacement)
+    log = tmp_path / "server.log"
+    log.write_text(LOG.read_text().replace("model='Qwen2-7B-Instruct'", f"model='{replacement}'"))
+    run = cli("explain-log", str(log), "--online")
+    assert run.code in (0, 4), run.stderr
+    assert "Traceback" not in run.stderr
+
+
+def test_log_with_a_five_thousand_digit_version(tmp_path):
+    log = tmp_path / "server.log"
+    log.write_text(LOG.read_text().replace("(v0.10.1.1)", "(v0." + "9" * 5000 + ")"))
+    run = cli("explain-log", str(log))
+    assert run.code in (0, 4), run.stderr
+    assert "Traceback" not in run.stderr
+
+
+def test_vllm_version_flag_with_five_thousand_digits():
+    run = cli("explain-log", str(LOG), "--vllm-version", "0." + "9" * 5000)
+    assert run.code in (2, 4), run.stderr
+    check_contract(run, run.code)
+
+
+def test_escape_sequences_in_a_directory_name_never_reach_the_terminal(tmp_path):
+    model_dir = tmp_path / "evil\x1b]0;pwned\x07\x1b[2Jdir"
+    model_dir.mkdir()
+    write_config(model_dir, model_json("meta-llama--Llama-3.1-8B.json"))
+    for fmt in ("table", "tree", "json", "log"):
+        run = cli("size", str(model_dir), "--gpu", "h100", "--format", fmt)
+        assert run.code == 0, run.stderr
+        assert "\x1b" not in run.stdout and "\x07" not in run.stdout, fmt
