@@ -183,8 +183,11 @@ def load_model_source(
     deadline_s = hub_deadline_s()
     try:
         with _spinner(progress, _HUB_SPINNER_TEXT), _hub_logging_off():
-            _probe(settings, min(_CONNECT_TIMEOUT_S, deadline_s))
-            fetched = _with_deadline(lambda: _from_hub(repo_id, revision, token, settings, None), deadline_s, settings)
+            def fetch() -> ModelSource:
+                _probe(settings, min(_CONNECT_TIMEOUT_S, deadline_s))  # DNS included, under the deadline
+                return _from_hub(repo_id, revision, token, settings, None)
+
+            fetched = _with_deadline(fetch, deadline_s, settings)
         return with_skip_note(fetched)
     except HubUnavailable as error:
         if error.message.startswith(f"model {repo_id} was not found") and (typo or family):

@@ -111,8 +111,13 @@ def _hub_logging_off() -> Iterator[None]:
         try:
             yield
         finally:
-            logger.setLevel(level)
-            logger.propagate = propagate
+            if not _ABANDONED:  # a worker left running past its deadline stays silenced
+                logger.setLevel(level)
+                logger.propagate = propagate
+
+
+#: Hub workers abandoned at their deadline (daemon threads: they end with the process).
+_ABANDONED: list[Any] = []
 
 
 def _with_deadline(fn: Callable[[], Any], deadline_s: float, settings: _HubSettings) -> Any:
@@ -135,6 +140,7 @@ def _with_deadline(fn: Callable[[], Any], deadline_s: float, settings: _HubSetti
     thread.start()
     thread.join(deadline_s)
     if thread.is_alive():
+        _ABANDONED.append(thread)
         raise HubUnreachable(
             f"the Hugging Face Hub ({settings.shown}) did not answer within {deadline_s:g} s",
             hint="set HF_HUB_OFFLINE=1 to skip the network, or pass a local config.json "
