@@ -50,7 +50,7 @@ FIELDS: dict[str, Field] = {
     "vocab_size": Field("int", 1, 1 << 24),
     "max_position_embeddings": Field("int", 1, 1 << 34),
     "tie_word_embeddings": Field("bool"),
-    "sliding_window": Field("int", 1, 1 << 34, nullable=True),
+    "sliding_window": Field("int", 0, 1 << 34, nullable=True),  # 0 means none (vLLM ModelConfig)
     "attention_chunk_size": Field("int", 1, 1 << 34, nullable=True),
     "partial_rotary_factor": Field("float", 0, 1),
     "rotary_dim": Field("int", 1, _COUNT),
