@@ -39,15 +39,22 @@ def test_broken_pipe():
     assert run.code == 0, run.stderr
 
 
-@pytest.mark.parametrize("delay", [0.05, 0.15, 0.3])
+@pytest.mark.parametrize("delay", [0.05, 0.1, 0.2, 0.4])
 def test_ctrl_c_during_imports(delay):
+    """A SIGINT at any moment once vmemplan's code runs: one error line, one hint, exit 130.
+
+    A signal that lands while the interpreter itself is still starting (before the first line
+    of vmemplan/__init__.py) is Python's to report; such a traceback names no vmemplan file.
+    """
     proc = subprocess.Popen([sys.executable, "-m", "vmemplan", "size", "meta-llama/Llama-3.1-8B", "--gpu", "h100"],
                             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     time.sleep(delay)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=HANG_S)
     text = err.decode()
-    assert "Traceback" not in text, text
+    if "Traceback" in text:
+        assert "vmemplan" not in text, text  # only before vmemplan started
+        return
     assert proc.returncode in (130, 0, -signal.SIGINT), text  # 0: it finished before the signal
     if proc.returncode == 130:
         assert text.count("error:") == 1 and text.count("hint:") == 1, text
