@@ -184,3 +184,14 @@ def test_escape_sequences_in_a_directory_name_never_reach_the_terminal(tmp_path)
         run = cli("size", str(model_dir), "--gpu", "h100", "--format", fmt)
         assert run.code == 0, run.stderr
         assert "\x1b" not in run.stdout and "\x07" not in run.stdout, fmt
+
+
+@pytest.mark.parametrize("ref", ["m" * 300, "/" + "x" * 5000, "a/" + "x/" * 2000, "./" + "y" * 300 + ".json"])
+def test_overlong_references(ref):
+    run = cli("size", ref, "--gpu", "h100")
+    check_contract(run, 4)
+    assert len(run.stderr) < 1000  # the reference is not echoed whole
+
+
+def test_overlong_log_path():
+    check_contract(cli("explain-log", "/tmp/" + "z" * 300), 4)

@@ -107,8 +107,12 @@ def load_model_source(
         raise BadInput("no model given", hint="pass a config.json, a model directory or a Hugging Face id")
     revision = revision.strip() or None if isinstance(revision, str) else None
 
+    if len(ref) > 4096:
+        raise BadInput(f"the model reference is {len(ref):,} characters long",
+                       hint="pass a config.json, a model directory, or a Hugging Face id such as org/name")
+
     # 1. local path
-    if _looks_like_path(ref) or Path(ref).expanduser().exists():
+    if _looks_like_path(ref) or _exists(ref):
         return _load_local(ref, revision)
 
     repo_id = ref.rstrip("/")
@@ -196,6 +200,15 @@ def load_model_source(
         if isinstance(error, HubUnreachable):
             raise HubUnavailable(error.message, hint=offline_hint) from None
         raise
+
+
+def _exists(ref: str) -> bool:
+    """Whether ``ref`` names something on disk; a name too long for the file system, or one the
+    OS refuses to examine, is not a path (it may still be a Hub id, checked next)."""
+    try:
+        return Path(ref).expanduser().exists()
+    except (OSError, ValueError):
+        return False
 
 
 def _family_label(repo_id: str) -> str:

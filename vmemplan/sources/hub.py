@@ -186,7 +186,8 @@ def _check_repo_id(ref: str) -> None:
     )
     if bad:
         raise BadInput(
-            f"{ref!r} is neither an existing path nor a valid Hugging Face model id",
+            f"{(ref[:80] + '…') if len(ref) > 80 else ref!r} is neither an existing path nor a valid Hugging Face "
+            "model id" + (f" ({len(ref):,} characters; an id has at most 96 per part)" if len(ref) > 96 else ""),
             hint="pass a config.json, a model directory, or an id such as meta-llama/Llama-3.1-8B",
         )
 
