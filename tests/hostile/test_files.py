@@ -195,3 +195,30 @@ def test_overlong_references(ref):
 
 def test_overlong_log_path():
     check_contract(cli("explain-log", "/tmp/" + "z" * 300), 4)
+
+
+def test_fifo_in_the_registry_is_a_registry_error(tmp_path):
+    import shutil
+
+    from tests.hostile.conftest import REPO
+
+    root = tmp_path / "registry"
+    shutil.copytree(REPO / "registry", root)
+    (root / "gpus.yaml").unlink()
+    os.mkfifo(root / "gpus.yaml")
+    check_contract(cli("gpus", env={"VMEMPLAN_REGISTRY": str(root)}), 5)
+
+
+def test_gpu_completion_never_blocks_on_a_fifo(tmp_path, monkeypatch):
+    import shutil
+
+    from tests.hostile.conftest import REPO
+    from vmemplan.cli._common import gpu_completion
+
+    root = tmp_path / "registry"
+    shutil.copytree(REPO / "registry", root)
+    (root / "gpus.yaml").unlink()
+    os.mkfifo(root / "gpus.yaml")
+    monkeypatch.setenv("VMEMPLAN_REGISTRY", str(root))
+    monkeypatch.setenv("VMEMPLAN_NO_CACHE", "1")
+    assert gpu_completion("h1") == []

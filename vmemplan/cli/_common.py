@@ -160,13 +160,11 @@ def gpu_completion(incomplete: str) -> list[str]:
     nothing rather than an error when the registry cannot be read.
     """
     try:
-        import yaml
-
+        from vmemplan._yaml import load_yaml_file  # a regular file, bounded, through the parse cache
         from vmemplan.registry import Registry, parse_gpus, registry_dir
 
         root = registry_dir()
-        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-        data = yaml.load((root / "gpus.yaml").read_text(encoding="utf-8"), Loader=loader)  # noqa: S506
+        data = load_yaml_file(root / "gpus.yaml")
         keys = Registry(root=root, gpus=parse_gpus(data), rules_packs=(), cost_model=None, speed=None).gpu_keys()
     except Exception:  # noqa: BLE001 - completion must never break the shell
         return []
