@@ -89,7 +89,7 @@ def test_wheel_metadata(dists: dict[str, Path]) -> None:
     requires = " ".join(meta.get_all("Requires-Dist") or [])
     for dep in ("typer", "rich", "pydantic", "pyyaml", "huggingface-hub"):
         assert dep in requires.lower().replace("_", "-"), dep
-    assert re.search(r"^vmemplan\s*=\s*vmemplan\.cli:main$", entry_points, re.M)
+    assert re.search(r"^vmemplan\s*=\s*vmemplan\.__main__:entry$", entry_points, re.M)
 
 
 def test_sdist_holds_sources_registry_completions_and_tests(dists: dict[str, Path]) -> None:

@@ -122,13 +122,13 @@ _MAXIMA = {"num_hidden_layers": 4096, "hidden_size": 1 << 20, "num_attention_hea
 
 def _as_int(value: Any, key: str, *, minimum: int = 1) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ModelConfigError(f"config.json: {key} must be a number, got {value!r}")
+        raise ModelConfigError(f"config.json: {key} must be a number, got {value!r}"[:200], hint="fix the value in config.json, or fetch a fresh copy of the file")
     if isinstance(value, float):
         if not value.is_integer():
-            raise ModelConfigError(f"config.json: {key} must be a whole number, got {value!r}")
+            raise ModelConfigError(f"config.json: {key} must be a whole number, got {value!r}", hint="fix the value in config.json, or fetch a fresh copy of the file")
         value = int(value)
     if value < minimum:
-        raise ModelConfigError(f"config.json: {key} must be at least {minimum}, got {value}")
+        raise ModelConfigError(f"config.json: {key} must be at least {minimum}, got {value}", hint="fix the value in config.json, or fetch a fresh copy of the file")
     if value > _MAXIMA.get(key, 1 << 40):
         raise ModelConfigError(f"config.json: {key} is implausibly large ({value})",
                                hint="no served model comes near it; is the config corrupt?")
@@ -169,19 +169,22 @@ class ModelConfig:
     def from_dict(cls, raw: Any) -> ModelConfig:
         """Validate and normalise.  Raises :class:`ModelConfigError` naming the missing key."""
         if not isinstance(raw, Mapping):
-            raise ModelConfigError("config.json must be a JSON object")
+            raise ModelConfigError("config.json must be a JSON object", hint="pass the model's config.json, one JSON object")
         raw = _with_library_defaults(raw)
         archs = raw.get("architectures")
         if archs is not None and (
             not isinstance(archs, list) or not all(isinstance(a, str) for a in archs)
         ):
-            raise ModelConfigError("config.json: architectures must be a list of strings")
+            raise ModelConfigError("config.json: architectures must be a list of strings", hint="architectures lists class names such as [\"LlamaForCausalLM\"]")
         text: Mapping[str, Any] = raw
         for key in ("text_config", "llm_config", "language_config"):
             sub = raw.get(key)
             if isinstance(sub, Mapping) and sub.get("hidden_size") is not None:
                 text = sub
                 break
+        from vmemplan.config_schema import validate_config, validate_quantization
+
+        validate_config(raw, text)
         architecture = archs[0] if archs else ""
         model_type = str(text.get("model_type") or raw.get("model_type") or "")
 
@@ -210,7 +213,8 @@ class ModelConfig:
         if hd_raw is None:
             if hidden % heads:
                 raise ModelConfigError(
-                    f"config.json: hidden_size {hidden} is not a multiple of num_attention_heads {heads} and head_dim is absent"
+                    f"config.json: hidden_size {hidden} is not a multiple of num_attention_heads {heads} and head_dim is absent",
+                    hint="add head_dim to config.json, or check hidden_size and num_attention_heads"
                 )
             head_dim = hidden // heads
         else:
@@ -225,11 +229,13 @@ class ModelConfig:
         tie = text.get("tie_word_embeddings", raw.get("tie_word_embeddings", False))
         dtype = _first(text, "torch_dtype", "dtype") or _first(raw, "torch_dtype", "dtype") or "float32"
         if not isinstance(dtype, str):
-            raise ModelConfigError(f"config.json: torch_dtype must be a string, got {dtype!r}")
+            raise ModelConfigError(f"config.json: torch_dtype must be a string, got {dtype!r}"[:200], hint="use a dtype name such as \"bfloat16\"")
         dtype = dtype.removeprefix("torch.")
         qc = raw.get("quantization_config") or text.get("quantization_config")
         if qc is not None and not isinstance(qc, Mapping):
-            raise ModelConfigError("config.json: quantization_config must be an object")
+            raise ModelConfigError("config.json: quantization_config must be an object",
+                                   hint="quantization_config holds an object with quant_method and its settings")
+        validate_quantization(qc, "config.json quantization_config")
         return cls(
             raw=raw,
             text=text,

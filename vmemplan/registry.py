@@ -120,7 +120,7 @@ def _format_validation(prefix: str, err: ValidationError) -> list[str]:
 def parse_gpus(data: Any, *, filename: str = "gpus.yaml") -> tuple[Gpu, ...]:
     """Validate the GPU registry mapping (pure).  Raises RegistryInvalid listing every error."""
     if not isinstance(data, dict) or not isinstance(data.get("gpus"), list):
-        raise RegistryInvalid(f"{filename}: expected a mapping with a 'gpus' list")
+        raise RegistryInvalid(f"{filename}: expected a mapping with a 'gpus' list", hint="reinstall vmemplan, or unset VMEMPLAN_REGISTRY to use the registry it ships with")
     gpus: list[Gpu] = []
     errors: list[str] = []
     for i, raw in enumerate(data["gpus"]):
@@ -224,7 +224,7 @@ def _read_yaml(path: Path, errors: list[str]) -> Any:
         return load_yaml_file(path)
     except FileNotFoundError:
         errors.append(f"{path.name}: missing")
-    except (OSError, yaml.YAMLError) as exc:
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         errors.append(f"{path.name}: not valid YAML ({str(exc).splitlines()[0]})")
     return None
 

@@ -24,24 +24,41 @@ __all__ = [
 
 
 def _scrub(text: str) -> str:
-    """Replace any Hugging Face token from the environment by ``***``."""
-    for name in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"):
-        token = os.environ.get(name, "").strip()
-        if len(token) > 4:
-            text = text.replace(token, "***")
-    return text
+    """Make text from anywhere safe to print: no token, no URL userinfo, no control characters."""
+    from vmemplan.sources._io import printable, scrub_secrets
+
+    return printable(scrub_secrets(text))
 
 
-def report(message: str, hint: str | None = None) -> None:
-    """Write one ``error:`` line (and a ``hint:`` line) on stderr, token scrubbed, nothing else.
+#: The hint an error gets when the code that raised it gave none, by exit code.
+_DEFAULT_HINTS = {
+    2: "see `vmemplan COMMAND --help` for the flags and the values they take",
+    3: "see the plan above for what would not fit, and relax the target or the flags",
+    4: "check the input named above (a config.json, model directory, log or GPU id)",
+    5: "reinstall vmemplan, or unset VMEMPLAN_REGISTRY to use the registry it ships with",
+    6: "set HF_HUB_OFFLINE=1 to skip the network, or pass a local config.json or model directory",
+}
+
+
+def report(message: str, hint: str | None = None, *, code: int | None = None) -> None:
+    """Write one ``error:`` line and one ``hint:`` line on stderr: token and userinfo scrubbed,
+    control characters and escape sequences removed, nothing else.
 
     A message is folded onto one line so that the contract "one line per field" holds even
-    for multi-line messages (a registry error listing several problems).
+    for multi-line messages (a registry error listing several problems).  An error raised
+    without a hint gets the default hint of its exit code.
     """
-    sys.stderr.write(_scrub("error: " + " ".join(str(message).split())) + "\n")
-    if hint:
-        sys.stderr.write(_scrub("hint: " + " ".join(str(hint).split())) + "\n")
-    sys.stderr.flush()
+    if not hint:
+        hint = _DEFAULT_HINTS.get(code if code is not None else 4, _DEFAULT_HINTS[4])
+    text = _scrub("error: " + " ".join(str(message).split())) + "\n" + _scrub("hint: " + " ".join(str(hint).split())) + "\n"
+    stream = sys.stderr
+    if stream is None:
+        return
+    try:
+        stream.write(text)
+        stream.flush()
+    except (OSError, ValueError):  # stderr closed or full: the exit code still says it
+        pass
 
 
 def print_traceback_if_debug() -> None:
@@ -49,12 +66,13 @@ def print_traceback_if_debug() -> None:
     if os.environ.get("VMEMPLAN_DEBUG"):
         import traceback
 
-        sys.stderr.write(_scrub(traceback.format_exc()))
+        if sys.stderr is not None:
+            sys.stderr.write(_scrub(traceback.format_exc()))
 
 
 def fail(error: VmemplanError) -> None:
     """Print one ``error:`` line (and a ``hint:`` line) on stderr and exit with its code."""
-    report(error.message, error.hint)
+    report(error.message, error.hint, code=int(error.exit_code))
     raise typer.Exit(int(error.exit_code))
 
 
@@ -72,7 +90,7 @@ def reports_errors(command: F) -> F:
             print_traceback_if_debug()
             fail(error)
         except KeyboardInterrupt:
-            sys.stderr.write("error: interrupted\n")
+            report("interrupted", "the run was stopped by Ctrl-C (SIGINT) before it finished; run it again")
             raise typer.Exit(int(ExitCode.INTERRUPTED)) from None
         except ValueError as error:  # pydantic validation of flag values
             from pydantic import ValidationError
@@ -81,7 +99,7 @@ def reports_errors(command: F) -> F:
                 print_traceback_if_debug()
                 first = error.errors()[0]
                 loc = "--" + "-".join(str(p) for p in first["loc"]).replace("_", "-")
-                fail(UsageError(f"{loc}: {first['msg']}"))
+                fail(UsageError(f"{loc}: {first['msg']}", hint=f"see `vmemplan COMMAND --help` for the values {loc} takes"))
             raise
 
     return wrapper  # type: ignore[return-value]
@@ -108,18 +126,53 @@ def output_width(*, stderr: bool = False) -> int:
     return PIPE_WIDTH
 
 
+class _TerminalSafe:
+    """A text stream that lets rich's colour codes (SGR, ``ESC [ … m``) through and drops every
+    other escape sequence and control character, whatever string from an input reaches it."""
+
+    _UNSAFE = __import__("re").compile(
+        r"\x1b\[[0-9;]*m"  # kept: SGR colour codes (group-less alternative checked below)
+        r"|\x1b(?:\[[0-?]*[ -/]*[@-~]|[@-Z\\-_]?)"
+        r"|[\x00-\x08\x0b-\x1f\x7f-\x9f]"
+    )
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def _clean(self, text: str) -> str:
+        return self._UNSAFE.sub(lambda m: m.group(0) if m.group(0).endswith("m") and m.group(0).startswith("\x1b[")
+                                and m.group(0)[2:-1].replace(";", "").isdigit() or m.group(0) == "\x1b[m" else "", text)
+
+    def write(self, text: str) -> int:
+        self._stream.write(self._clean(text))
+        return len(text)
+
+    def __getattr__(self, name: str) -> Any:  # flush, isatty, fileno, encoding, ...
+        return getattr(self._stream, name)
+
+
 def console(*, stderr: bool = False, no_color: bool = False) -> Any:
     """A rich Console made per call (never at import), honouring NO_COLOR and --no-color, at
-    :func:`output_width` columns."""
+    :func:`output_width` columns, whose output carries no escape sequence or control character but
+    rich's own colours."""
     from rich.console import Console
 
     no_color = no_color or bool(os.environ.get("NO_COLOR"))
-    return Console(stderr=stderr, no_color=no_color, highlight=False, width=output_width(stderr=stderr),
+    stream = sys.stderr if stderr else sys.stdout
+    return Console(file=_TerminalSafe(stream) if stream is not None else None, stderr=stderr,
+                   no_color=no_color, highlight=False, width=output_width(stderr=stderr),
                    color_system=None if no_color else "auto", soft_wrap=False)
 
 
 def emit(text: str) -> None:
-    sys.stdout.write(text)
+    """Write plain output (JSON, CSV, log lines, text) with control characters removed."""
+    from vmemplan.sources._io import printable
+
+    if sys.stdout is None:
+        import errno
+
+        raise OSError(errno.EBADF, "standard output is closed")
+    sys.stdout.write(printable(text))
     sys.stdout.flush()
 
 
@@ -130,13 +183,11 @@ def gpu_completion(incomplete: str) -> list[str]:
     nothing rather than an error when the registry cannot be read.
     """
     try:
-        import yaml
-
+        from vmemplan._yaml import load_yaml_file  # a regular file, bounded, through the parse cache
         from vmemplan.registry import Registry, parse_gpus, registry_dir
 
         root = registry_dir()
-        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-        data = yaml.load((root / "gpus.yaml").read_text(encoding="utf-8"), Loader=loader)  # noqa: S506
+        data = load_yaml_file(root / "gpus.yaml")
         keys = Registry(root=root, gpus=parse_gpus(data), rules_packs=(), cost_model=None, speed=None).gpu_keys()
     except Exception:  # noqa: BLE001 - completion must never break the shell
         return []

@@ -36,11 +36,16 @@ def _stdin_is_tty() -> bool:
 
 
 def _read_stdin() -> bytes:
+    """At most MAX_LOG_BYTES + 1 bytes of standard input (the same cap as a file)."""
+    from vmemplan.sources._io import read_stream
+
+    if sys.stdin is None:
+        raise BadInput("standard input is closed", hint=_HINT)
     buf = getattr(sys.stdin, "buffer", None)
-    if buf is not None:
-        return buf.read()
-    data = sys.stdin.read()
-    return data.encode("utf-8", "surrogateescape") if isinstance(data, str) else data
+    try:
+        return read_stream(buf if buf is not None else sys.stdin, MAX_LOG_BYTES)
+    except (OSError, ValueError) as error:
+        raise BadInput(f"cannot read standard input: {getattr(error, 'strerror', None) or error}", hint=_HINT) from None
 
 
 def read_log_input(path: str | None) -> tuple[bytes, str]:
@@ -52,17 +57,20 @@ def read_log_input(path: str | None) -> tuple[bytes, str]:
                              " (Ctrl-Z Enter on Windows):\n")
             sys.stderr.flush()
         return _read_stdin(), "standard input"
+    from vmemplan.sources._io import NotRegularFile, printable, read_regular
+
     p = Path(path).expanduser()
-    if not p.exists():
-        raise BadInput(f"no such file: {path}", hint=_HINT)
-    if p.is_dir():
-        raise BadInput(f"{path} is a directory, not a log file", hint=_HINT)
+    shown = printable(path)
     try:
-        with p.open("rb") as fh:
-            data = fh.read(MAX_LOG_BYTES + 1)
+        data = read_regular(p, MAX_LOG_BYTES)  # a FIFO or a device is refused, never opened blocking
+    except FileNotFoundError:
+        raise BadInput(f"no such file: {shown}", hint=_HINT) from None
+    except NotRegularFile as error:
+        raise BadInput(f"{shown} {error.strerror}", hint=_HINT + " (to read a pipe, use `... | vmemplan explain-log -`)") from None
     except OSError as error:
-        raise BadInput(f"cannot read {path}: {error.strerror or error}") from None
-    return data, str(path)
+        raise BadInput(f"cannot read {shown}: {error.strerror or error}",
+                       hint="check that the file exists and that you may read it; " + _HINT) from None
+    return data, shown
 
 
 def _looks_binary(data: bytes) -> bool:

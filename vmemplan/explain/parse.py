@@ -113,9 +113,9 @@ def split_corpus_header(text: str) -> tuple[dict[str, Any] | None, str]:
     body = "\n".join(lines[end:])
     data: Any = None
     try:
-        from vmemplan._yaml import safe_load_text  # lazy: keep module import light
+        from vmemplan._yaml import load_yaml_text  # lazy: keep module import light; aliases bounded
 
-        data = safe_load_text("\n".join(head))
+        data = load_yaml_text("\n".join(head))
     except Exception:  # noqa: BLE001 - any YAML problem falls back to the tiny reader
         data = None
     if not isinstance(data, dict):

@@ -44,6 +44,7 @@ width.  :func:`scheme_for` reads the scheme from ``quantization_config``,
 from __future__ import annotations
 
 import fnmatch
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -200,6 +201,16 @@ class QuantScheme:
         return False
 
 
+@functools.lru_cache(maxsize=4096)
+def _compiled(pattern: str) -> re.Pattern[str]:
+    """A ``re:`` ignore pattern, compiled once; an invalid or catastrophic one is an input error
+    (config_schema.check_ignore_pattern refuses repeated groups that repeat or alternate)."""
+    from vmemplan.config_schema import check_ignore_pattern
+
+    check_ignore_pattern(pattern, "an ignore-list re: pattern")
+    return re.compile(pattern)
+
+
 def _match(module: str, pattern: str, mode: str = "pattern") -> bool:
     """Whether ``pattern`` from an ignore list names ``module``.
 
@@ -213,7 +224,7 @@ def _match(module: str, pattern: str, mode: str = "pattern") -> bool:
     if mode == "substring":
         return pattern in module
     if pattern.startswith("re:"):
-        return re.match(pattern[3:], module) is not None
+        return _compiled(pattern[3:]).match(module) is not None
     if any(c in pattern for c in "*?["):
         return fnmatch.fnmatchcase(module, pattern) or fnmatch.fnmatchcase(module, pattern + ".*")
     return module == pattern or module.endswith("." + pattern)
@@ -528,10 +539,15 @@ def _scheme_for(
             hint="online quantization of a 16-bit checkpoint supports fp8 (and bitsandbytes in older vLLM)",
         )
     if not isinstance(qc, Mapping):
-        raise ModelConfigError("quantization_config must be an object")
+        raise ModelConfigError("quantization_config must be an object",
+                               hint="quantization_config holds an object with quant_method and its settings")
     inner = qc.get("quantization")
     method = str(qc.get("quant_method")
                  or (isinstance(inner, Mapping) and inner.get("quant_algo") and "modelopt") or "").lower()
+    from vmemplan.config_schema import check_quantization_flag, validate_quantization
+
+    validate_quantization(qc, source)
+    check_quantization_flag(method, flag)
     if method in ("fp8", "fbgemm_fp8"):
         block = qc.get("weight_block_size")
         excluded = _as_list(qc.get("modules_to_not_convert") or qc.get("ignored_layers"))

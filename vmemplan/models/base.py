@@ -64,6 +64,17 @@ class Adapter:
         cfg = self.config
         length = cfg.max_position_embeddings
         rs = cfg.rope_scaling()
+        # "Gemma3's max_model_len (128K) is already scaled by RoPE scaling, so we skip applying
+        # the scaling factor again": the test is `"gemma3" not in hf_config.model_type` on the
+        # text config (gemma3 and gemma3_text), _get_and_verify_max_len (0.33.0).
+        if "gemma3" in cfg.model_type or "gemma3" in str(cfg.raw.get("model_type") or ""):
+            rs = None
+        if rs and str(rs.get("rope_type", rs.get("type", ""))) in ("longrope", "su"):
+            # LongRoPE defaults to original_max_position_embeddings "to avoid performance
+            # degradation for shorter sequences" (same function, 0.33.0).
+            orig = cfg.text.get("original_max_position_embeddings", rs.get("original_max_position_embeddings"))
+            if isinstance(orig, int) and not isinstance(orig, bool) and 0 < orig <= length:
+                return orig
         if rs:
             rtype = str(rs.get("rope_type", rs.get("type", "")))
             factor = rs.get("factor")

@@ -17,6 +17,11 @@ __all__ = ["render_table", "render_tree", "memory_bar", "segments"]
 
 
 def _g(n: int) -> str:
+    """GiB with two decimals; exact integer arithmetic, so an astronomically large figure prints
+    instead of overflowing a float."""
+    if isinstance(n, int) and abs(n) >= 1 << 900:
+        digits = str(abs(n) // GIB)
+        return f"{'-' if n < 0 else ''}{digits[0]}.{digits[1:3]}e{len(digits) - 1}"
     return f"{n / GIB:,.2f}"
 
 
@@ -43,6 +48,9 @@ def segments(plan: MemoryPlan) -> list[tuple[str, int, str]]:
     return [s for s in segs if s[1] > 0]
 
 
+_MAX_BAR_CELLS = 1_000
+
+
 def memory_bar(plan: MemoryPlan, width: int = 60, columns: int = 80) -> RenderableType:
     """A proportional bar of one rank's memory, with a legend packed into ``columns`` so that no
     entry (a label and its figure) is ever split across lines."""
@@ -55,7 +63,13 @@ def memory_bar(plan: MemoryPlan, width: int = 60, columns: int = 80) -> Renderab
     used_cells = 0
     width = min(width, columns)
     for i, (label, n, colour) in enumerate(segs):
-        cells = round(n / total * width) if i < len(segs) - 1 else max(width - used_cells, 0)
+        # proportional (a figure larger than the GPU runs past the bar), but bounded: an
+        # astronomically large figure neither overflows a float nor draws millions of cells
+        try:
+            share = round(n / total * width) if total > 0 else width
+        except OverflowError:
+            share = _MAX_BAR_CELLS
+        cells = min(share, _MAX_BAR_CELLS) if i < len(segs) - 1 else max(width - used_cells, 0)
         cells = max(cells, 1) if n > 0 else 0
         text.append(_GLYPHS.get(label, "█") * cells, style=colour)
         used_cells += cells

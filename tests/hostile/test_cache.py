@@ -1,0 +1,47 @@
+"""Issue 15: a hostile parse-cache entry never hangs, never blames the registry, never sticks."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from tests.hostile.conftest import cli
+
+
+def _entries(cache):
+    return sorted(p for p in (cache / "vmemplan").iterdir() if p.name.endswith(".marshal"))
+
+
+@pytest.fixture
+def cache(tmp_path):
+    env = {"XDG_CACHE_HOME": str(tmp_path)}
+    first = cli("gpus", env=env)
+    assert first.code == 0, first.stderr
+    assert _entries(tmp_path), "the run wrote no cache entries"
+    return tmp_path, env, first.stdout
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero", "corrupt", "huge-length", "swapped", "truncated"])
+def test_hostile_cache_entry(cache, kind):
+    root, env, expected = cache
+    entries = _entries(root)
+    blobs = [p.read_bytes() for p in entries]
+    for i, entry in enumerate(entries):
+        entry.unlink()
+        if kind == "fifo":
+            os.mkfifo(entry)
+        elif kind == "dev-zero":
+            entry.symlink_to("/dev/zero")
+        elif kind == "corrupt":
+            entry.write_bytes(b"\xfa" + os.urandom(64))
+        elif kind == "huge-length":
+            entry.write_bytes(b"\xdb\xff\xff\xff\x7f" + b"x" * 16)  # a list of 2^31 items
+        elif kind == "swapped":
+            entry.write_bytes(blobs[(i + 1) % len(blobs)])
+        elif kind == "truncated":
+            entry.write_bytes(blobs[i][: len(blobs[i]) // 2])
+    run = cli("gpus", env=env)
+    assert run.code == 0, run.stderr
+    assert run.stdout == expected
+    assert "Traceback" not in run.stderr and not run.stderr.strip()

@@ -1,0 +1,98 @@
+"""The parse cache: registry YAML parsed once, kept as ``marshal`` data under the user's cache.
+
+An entry is trusted only as far as it can be checked, and any doubt means parsing the source
+again, silently:
+
+* its file name is derived from the source's **content hash** (SHA-256), the package version and
+  the cache format, so an edited source or an upgraded vmemplan never meets a stale entry;
+* only a **regular file** of bounded size is opened (a FIFO, a symlink to ``/dev/zero`` or a
+  huge file is skipped without blocking or reading it whole);
+* the entry is an envelope ``(format, version, source sha256, data)`` whose header must match
+  exactly, so an entry copied over another file's entry is refused;
+* ``marshal`` holds only plain data, and the decoded data must be plain data again (dicts with
+  string keys, lists, strings, numbers, booleans, None) before it is returned.
+
+``VMEMPLAN_NO_CACHE=1`` turns the cache off.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import marshal
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from vmemplan.sources._io import read_regular
+
+__all__ = ["cache_dir", "cached_parse", "MAX_ENTRY_BYTES"]
+
+_FORMAT = "vmemplan-parse-cache-2"
+#: The registry's largest file parses to well under a MiB of marshal data.
+MAX_ENTRY_BYTES = 16 * 1024 * 1024
+_MAX_NODES = 2_000_000
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "vmemplan"
+
+
+def _version() -> str:
+    from vmemplan._version import __version__
+
+    return __version__
+
+
+def _plain(value: Any) -> bool:
+    """Whether ``value`` is plain data (iteratively, bounded)."""
+    stack = [value]
+    seen = 0
+    while stack:
+        item = stack.pop()
+        seen += 1
+        if seen > _MAX_NODES:
+            return False
+        if item is None or isinstance(item, (bool, int, float, str)):
+            continue
+        if isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, dict):
+            for key, sub in item.items():
+                if not isinstance(key, (str, int, bool)) and key is not None:
+                    return False
+                stack.append(sub)
+        else:
+            return False
+    return True
+
+
+def cached_parse(source: bytes, parse: Callable[[bytes], Any], *, kind: str = "yaml") -> Any:
+    """``parse(source)``, through the cache keyed by the source's content hash and the version."""
+    if os.environ.get("VMEMPLAN_NO_CACHE"):
+        return parse(source)
+    digest = hashlib.sha256(source).hexdigest()
+    version = _version()
+    key = hashlib.sha256(f"{_FORMAT}|{version}|{kind}|{digest}".encode()).hexdigest()[:40]
+    entry = cache_dir() / f"{kind}-{key}.marshal"
+    try:
+        blob = read_regular(entry, MAX_ENTRY_BYTES)
+        if len(blob) <= MAX_ENTRY_BYTES:
+            envelope = marshal.loads(blob)
+            if (isinstance(envelope, tuple) and len(envelope) == 4
+                    and envelope[:3] == (_FORMAT, version, digest) and _plain(envelope[3])):
+                return envelope[3]
+    except (OSError, EOFError, ValueError, TypeError, MemoryError, RecursionError, OverflowError):
+        pass  # absent, not a regular file, unreadable, corrupt: parse again
+    data = parse(source)
+    try:
+        blob = marshal.dumps((_FORMAT, version, digest, data))
+        if len(blob) <= MAX_ENTRY_BYTES:
+            entry.parent.mkdir(parents=True, exist_ok=True)
+            tmp = entry.with_name(f".{entry.name}.{os.getpid()}.tmp")
+            tmp.write_bytes(blob)
+            os.replace(tmp, entry)
+    except (OSError, ValueError):  # unwritable cache or non-plain data: just do not cache
+        pass
+    return data
