@@ -88,6 +88,7 @@ def graph_context(req: ResolvedRequest, pp_rank: int = 0) -> GraphContext:
         num_speculative_tokens=spec.num_speculative_tokens if spec is not None else 0,
         speculative_method=spec.method if spec is not None else None,
         speculative_model_config=req.draft_config,
+        vllm_version=_version_tuple(req.vllm_version),
     )
 
 
