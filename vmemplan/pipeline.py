@@ -89,6 +89,7 @@ def graph_context(req: ResolvedRequest, pp_rank: int = 0) -> GraphContext:
         speculative_method=spec.method if spec is not None else None,
         speculative_model_config=req.draft_config,
         vllm_version=_version_tuple(req.vllm_version),
+        disable_sliding_window=bool(req.inputs.disable_sliding_window),
     )
 
 
@@ -213,7 +214,12 @@ def model_graph(req: ResolvedRequest, weights_memo: dict[Any, tuple[WeightBreakd
             if key not in weights_memo:
                 weights_memo[key] = _stage_weights(req, ctx, draft_tensors)
             wb, eplb = weights_memo[key]
-        stages.append(Stage(ctx, wb, eplb, {**adapter.kv_cache_specs(ctx), **draft_specs}))
+        specs = {**adapter.kv_cache_specs(ctx), **draft_specs}
+        if ctx.disable_sliding_window:
+            from vmemplan.models.sliding import without_sliding_windows
+
+            specs = without_sliding_windows(specs)
+        stages.append(Stage(ctx, wb, eplb, specs))
     notes = req.source.notes
     prov = [Provenance("model.config", _config_ref(req), "given",
                        f"{req.source.source} config.json" + (f" ({'; '.join(notes)})" if notes else ""))]

@@ -47,6 +47,7 @@ class PlanInputs(BaseModel):
     tensor_parallel_size: int | None = Field(default=None, ge=1)
     pipeline_parallel_size: int | None = Field(default=None, ge=1)
     enforce_eager: bool | None = None
+    disable_sliding_window: bool | None = None
     kv_cache_memory_bytes: int | None = Field(default=None, ge=0)
     revision: str | None = None
     vllm_version: str | None = None
@@ -212,6 +213,10 @@ def _resolve_with(inputs: PlanInputs, *, registry: Registry, source: ModelSource
     if kv_dtype not in KV_CACHE_DTYPES:
         raise UsageError(f"unknown --kv-cache-dtype {kv_dtype!r}", hint="one of " + ", ".join(KV_CACHE_DTYPES))
     derived_len = adapter.derived_max_model_len()
+    if inputs.disable_sliding_window:
+        from vmemplan.models.sliding import disabled_window_max_len
+
+        derived_len = disabled_window_max_len(config.text, derived_len)
     max_model_len = pick("max_model_len", inputs.max_model_len, derived_len)
     if max_model_len > derived_len:
         raise UsageError(

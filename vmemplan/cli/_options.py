@@ -37,6 +37,9 @@ PpOpt = Annotated[Optional[int], typer.Option("--pipeline-parallel-size", "-pp",
                                               show_default=False)]
 EagerOpt = Annotated[Optional[bool], typer.Option("--enforce-eager/--no-enforce-eager",
                                                   help="No CUDA graphs.", show_default=False)]
+DisableSwOpt = Annotated[Optional[bool], typer.Option(
+    "--disable-sliding-window", help="Ignore the config's sliding window (full attention; context capped to it).",
+    show_default=False)]
 KvMemOpt = Annotated[Optional[str], typer.Option(
     "--kv-cache-memory", "--kv-cache-memory-bytes",
     help="KV cache bytes (e.g. 32G, 34359738368): skips the budget, like vLLM's flag.", show_default=False)]
@@ -155,6 +158,7 @@ ENGINE_FLAGS: dict[str, Any] = {
     "num_redundant_experts": RedundantOpt,
     "decode_context_parallel_size": DcpOpt,
     "enforce_eager": EagerOpt,
+    "disable_sliding_window": DisableSwOpt,
     "kv_cache_memory": KvMemOpt,
     "enable_prefix_caching": PrefixOpt,
     "speculative_config": SpeculativeConfigOpt,

@@ -108,6 +108,7 @@ class GraphContext:
     #: the vLLM release planned for, as a release tuple (``(0, 33, 0)``); None = the newest
     #: law (laws that changed between releases read it, see ``at_least``)
     vllm_version: tuple[int, ...] | None = None
+    disable_sliding_window: bool = False  # --disable-sliding-window (config windows off)
 
     def at_least(self, *release: int) -> bool:
         """Whether the planned release is ``release`` or newer (True when unknown: newest)."""
