@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "KV_FREE_METHODS",
+    "TARGET_BUILT_METHODS",
     "MTP_ALIASES",
     "SpeculativeConfig",
     "drafter_kv_specs",
@@ -57,6 +58,10 @@ MTP_ALIASES = frozenset({
     "bailing_hybrid_mtp", "mtp", "kimi_k3_mtp", "pangu_ultra_moe_mtp", "step3p5_mtp", "step5_mtp",
     "hy_v3_mtp", "hy_v4_mtp", "gemma4_mtp", "inkling_mtp", "glm5_next_mtp",
 })
+#: methods whose drafter layers the target adapter lists itself (``Adapter.builds_drafter``):
+#: MTP layers, and DeepSeek-V4.1's DSpark (its weights ship in the target checkpoint and its
+#: config is the target's: vllm/config/speculative.py::SpeculativeConfig.__post_init__, 0.33.0)
+TARGET_BUILT_METHODS = frozenset({"mtp", "dspark"})
 METHODS = frozenset({"ngram", "ngram_gpu", "draft_model", "suffix", "custom_class", "eagle", "eagle3",
                      "extract_hidden_states", "dflash", "dspark", "mtp"})
 _KNOWN_KEYS = frozenset({
@@ -275,14 +280,15 @@ def drafter_weight_tensors(spec: SpeculativeConfig | None, target: ModelConfig, 
       vocabulary, an int64 ``draft_id_to_target_id`` map.
     * draft model: the drafter's own adapter at ``draft_tensor_parallel_size`` (default the
       target's tp).
-    * MTP, ngram, suffix, custom: none here (MTP layers belong to the target adapter).
+    * MTP, DSpark, ngram, suffix, custom: none here (MTP layers and DeepSeek-V4.1's DSpark
+      drafter belong to the target adapter).
     Only the last pipeline stage holds a drafter (vLLM runs it with the sampler).
     """
     from vmemplan.models.base import GraphContext as _Ctx
     from vmemplan.models.base import WeightTensor
     from vmemplan.models.dense import pad_vocab
 
-    if spec is None or spec.method in KV_FREE_METHODS or spec.method == "mtp":
+    if spec is None or spec.method in KV_FREE_METHODS or spec.method in TARGET_BUILT_METHODS:
         return []
     if ctx.pipeline_rank != ctx.pipeline_parallel_size - 1:
         return []
@@ -299,7 +305,7 @@ def drafter_weight_tensors(spec: SpeculativeConfig | None, target: ModelConfig, 
                 for t in adapter_for(d).weight_tensors(dctx)]
     if spec.method not in ("eagle", "eagle3"):
         raise UsageError(f"drafter weights for method {spec.method} are not modelled",
-                         hint="supported: eagle, eagle3, mtp (target adapters), draft_model, ngram")
+                         hint="supported: eagle, eagle3, mtp and dspark (target adapters), draft_model, ngram")
     d = _draft_cfg(spec, target, draft)
     n = _head_layers(spec, target, draft)
     h, hd = d.hidden_size, d.head_dim
@@ -353,7 +359,7 @@ def drafter_kv_specs(spec: SpeculativeConfig | None, target: ModelConfig, ctx: G
     from vmemplan.laws.kv_specs import FullAttentionSpec, kv_dtype_bytes
     from vmemplan.model_config import dtype_bytes
 
-    if spec is None or not spec.adds_kv or spec.method == "mtp":
+    if spec is None or not spec.adds_kv or spec.method in TARGET_BUILT_METHODS:
         return {}
     if ctx.pipeline_rank != ctx.pipeline_parallel_size - 1:
         return {}

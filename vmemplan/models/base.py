@@ -142,6 +142,11 @@ class Adapter:
     def kv_cache_specs(self, ctx: GraphContext) -> dict[str, Any]:  # pragma: no cover
         raise NotImplementedError
 
+    def builds_drafter(self, method: str) -> bool:
+        """Whether this adapter lists the drafter's layers itself (weights and caches) for
+        speculative ``method``, as MTP layers are the target's own.  Default: MTP only."""
+        return method == "mtp"
+
     # -- facts the planner needs -----------------------------------------------------
     def derived_max_model_len(self) -> int:
         """The context length vLLM derives from the config when ``--max-model-len`` is unset.
