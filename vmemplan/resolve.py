@@ -269,8 +269,11 @@ def _resolve_with(inputs: PlanInputs, *, registry: Registry, source: ModelSource
     _check_layout(inputs, tp)
     from vmemplan.laws.quant import scheme_for
 
+    from vmemplan.rules import parse_version
+
     quant_scheme = scheme_for(config.quantization_config, source.extra, inputs.quantization,
-                              sm_major=gpu.sm_major)
+                              sm_major=gpu.sm_major,
+                              vllm_version=parse_version(inputs.vllm_version or rules.max_version or rules.min_version))
     if quant_scheme is not None:
         adapter_notes = (*adapter_notes, f"weights: {quant_scheme.describe()}")
     runner = _resolve_runner(inputs.runner, config)

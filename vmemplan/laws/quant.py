@@ -62,6 +62,8 @@ __all__ = [
     "BitsAndBytesScheme",
     "scheme_for",
     "marlin_padded_nk",
+    "mxfp4_moe_backend",
+    "mxfp4_padding",
 ]
 
 Part = tuple[str, int, int]
@@ -329,27 +331,79 @@ class NvFp4Scheme(QuantScheme):
         return parts
 
 
+def mxfp4_moe_backend(sm_major: int | None, vllm_version: tuple[int, ...] | None = None) -> str:
+    """The MXFP4 MoE backend vLLM picks by default (no ``VLLM_MXFP4_USE_MARLIN`` /
+    ``VLLM_USE_FLASHINFER_MOE_MXFP4_*`` overrides, FlashInfer installed), for a CUDA GPU:
+
+    * SM 10.x (datacenter Blackwell): FlashInfer, "flashinfer" (``SM100_FI_MXFP4_BF16`` before
+      0.19.0, ``FLASHINFER_TRTLLM_MXFP4_BF16`` from it);
+    * SM 9.0 (Hopper): "triton" (OpenAI's triton_kernels) from 0.12.0, the first wheel that
+      bundles ``vllm/third_party/triton_kernels`` (0.10.1.1 and 0.11.0 do not, so
+      ``has_triton_kernels()`` is false there and Hopper runs "marlin", as corpus log 013 shows);
+    * everything else (Ampere, Ada, SM 12.x consumer Blackwell): "marlin" (the Triton kernels
+      need (9, 0) <= capability < (11, 0) through 0.31.0; 0.32.0+ accept SM 12.x but order
+      Marlin first there).
+
+    Mirrors vllm/model_executor/layers/quantization/mxfp4.py::get_mxfp4_backend (0.11.0 –
+    0.18.0) and vllm/model_executor/layers/fused_moe/oracle/mxfp4.py::select_mxfp4_moe_backend
+    with _get_priority_backends_for_gpt_oss (0.19.0 – 0.33.0).
+    """
+    version = tuple(vllm_version) if vllm_version is not None else (0, 33, 0)
+    if sm_major == 10:
+        return "flashinfer"
+    if sm_major == 9 and version >= (0, 12):
+        return "triton"
+    return "marlin"
+
+
+def mxfp4_padding(backend: str, vllm_version: tuple[int, ...] | None = None) -> tuple[int, int]:
+    """``(intermediate-per-partition multiple, hidden multiple)`` the backend pads the expert
+    weights to (1 = no padding):
+
+    * "marlin": 128, 256 (every release);
+    * "triton": 64, none;
+    * "flashinfer" (TRT-LLM MXFP4 x BF16): 256, 256 through 0.26.0; 128, 256 from 0.27.0;
+    * "flashinfer_cutlass" (``VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8_CUTLASS`` / SM90 BF16): 128, 128.
+
+    Mirrors Mxfp4MoEMethod.create_weights (vllm/model_executor/layers/quantization/mxfp4.py,
+    0.11.0 – 0.18.0) and mxfp4_round_up_hidden_size_and_intermediate_size
+    (vllm/model_executor/layers/fused_moe/oracle/mxfp4.py, 0.19.0 – 0.33.0), read from each wheel.
+    """
+    version = tuple(vllm_version) if vllm_version is not None else (0, 33, 0)
+    if backend == "marlin":
+        return 128, 256
+    if backend == "flashinfer":
+        return (128, 256) if version >= (0, 27) else (256, 256)
+    if backend == "flashinfer_cutlass":
+        return 128, 128
+    return 64, 1
+
+
 @dataclass(frozen=True)
 class Mxfp4Scheme(QuantScheme):
     """MXFP4 experts (gpt-oss): everything but the routed experts stays 16-bit.
 
-    ``backend`` picks the padding: "marlin" (intermediate → ×128, hidden → ×256; GPUs
-    without native FP4), "flashinfer" (both ×256; Blackwell), "triton" (intermediate → ×64).
-    Mirrors vllm/model_executor/layers/quantization/mxfp4.py::Mxfp4MoEMethod.create_weights.
+    ``backend`` (see :func:`mxfp4_moe_backend`) and the release (``vllm_version``) pick the
+    padding of the expert intermediate size per partition and of the hidden size
+    (:func:`mxfp4_padding`).  Mirrors Mxfp4MoEMethod.create_weights
+    (vllm/model_executor/layers/quantization/mxfp4.py).
     """
 
     backend: str = "marlin"
+    vllm_version: tuple[int, ...] | None = None
 
     def applies_to(self, tensor: WeightTensor) -> bool:
         return tensor.kind == "expert" or ".experts." in tensor.name
 
     def _pads(self) -> tuple[int, int]:
-        return {"marlin": (128, 256), "flashinfer": (256, 256), "triton": (64, 1)}.get(self.backend, (64, 1))
+        return mxfp4_padding(self.backend, self.vllm_version)
 
     def describe(self) -> str:
         return super().describe() + f"; experts padded for the {self.backend} backend"
 
     def unit_parts(self, t: WeightTensor, experts: int, width: int) -> list[tuple[str, int]]:
+        if self.backend == "triton":
+            return self._triton_parts(t, experts)
         pad_i, pad_h = self._pads()
         e = experts
         if t.name.endswith("bias"):  # expert biases stay bf16 but follow the padding
@@ -363,6 +417,43 @@ class Mxfp4Scheme(QuantScheme):
             n = _round_up(t.rows, pad_h)
             k = _round_up(t.cols, pad_i)
         return [("weight", e * n * k // 2), ("weight_scale", e * n * _ceil(k, 32))]
+
+
+    def _triton_parts(self, t: WeightTensor, experts: int) -> list[tuple[str, int]]:
+        """The Triton (OpenAI triton_kernels) layout after loading, on Hopper.
+
+        * intermediate per partition padded to 64, hidden unpadded (:func:`mxfp4_padding`);
+        * expert biases cast to float32;
+        * values swizzled into HopperMXValueLayout: ``[E, N, K/2]`` bytes with N padded to 16 and
+          K/2 to 32 (the original is deleted);
+        * scales swizzled into HopperMXScaleLayout (``num_warps`` 8): ``[E, N, K/32]`` with N
+          padded to 256 and K/32 to 2, held by the kernel's precision config; before 0.26.0 the
+          unswizzled ``w13/w2_weight_scale`` Parameters also stay on the layer (0.26.0 deletes
+          them; 0.21.0's oracle does not).
+
+        Mirrors Mxfp4MoEMethod.process_weights_after_loading's TRITON branch
+        (vllm/model_executor/layers/quantization/mxfp4.py, 0.15.0), convert_weight_to_mxfp4_moe_kernel_format
+        (vllm/model_executor/layers/fused_moe/oracle/mxfp4.py, 0.26.0 – 0.33.0),
+        utils/mxfp4_utils.py::_swizzle_mxfp4 and vllm/third_party/triton_kernels/tensor_details/
+        layout_details/hopper_{value,scale}.py::swizzle_data.
+        """
+        pad_i, _ = self._pads()
+        e = experts
+        merged = _merged_shards(t.name) == 2
+        if t.name.endswith("bias"):
+            rows = 2 * _round_up(t.rows // 2, pad_i) if merged else t.rows
+            return [("bias", e * rows * 4)]
+        if merged:  # w13: [2·I, H]
+            n, k = 2 * _round_up(t.rows // 2, pad_i), t.cols
+        else:  # w2: [H, I]
+            n, k = t.rows, _round_up(t.cols, pad_i)
+        groups = _ceil(k, 32)
+        parts = [("weight", e * _round_up(n, 16) * _round_up(k // 2, 32)),
+                 ("weight_scale", e * _round_up(n, 256) * _round_up(groups, 2))]
+        version = tuple(self.vllm_version) if self.vllm_version is not None else (0, 33, 0)
+        if version < (0, 26):
+            parts.append(("weight_scale_unswizzled", e * n * groups))
+        return parts
 
 
 @dataclass(frozen=True)
@@ -476,13 +567,16 @@ def scheme_for(
     quantization: str | None = None,
     *,
     sm_major: int | None = 9,
+    vllm_version: tuple[int, ...] | None = None,
 ) -> QuantScheme | None:
     """The scheme that prices a checkpoint's quantized tensors, or None for 16-bit weights.
 
     See :func:`_scheme_for`; malformed settings raise :class:`ModelConfigError`.
+    ``vllm_version`` (a release tuple; None = newest) selects release-dependent kernels.
     """
     try:
-        return _scheme_for(quantization_config, extra_files, quantization, sm_major=sm_major)
+        return _scheme_for(quantization_config, extra_files, quantization, sm_major=sm_major,
+                           vllm_version=vllm_version)
     except (TypeError, ValueError, KeyError, IndexError, OverflowError, AttributeError) as exc:
         raise ModelConfigError(f"quantization_config could not be read: {exc}",
                                hint="check the quant_method and its bits / group_size fields") from None
@@ -494,6 +588,7 @@ def _scheme_for(
     quantization: str | None = None,
     *,
     sm_major: int | None = 9,
+    vllm_version: tuple[int, ...] | None = None,
 ) -> QuantScheme | None:
     """The scheme that prices a checkpoint's quantized tensors, or None for 16-bit weights.
 
@@ -572,11 +667,12 @@ def _scheme_for(
     if method in ("modelopt", "modelopt_fp4"):
         return _modelopt(qc, source)
     if method == "mxfp4":
-        # Blackwell datacenter parts (sm 10) run FlashInfer's native FP4 MoE; the others
-        # (Hopper, Ampere, and sm 12 parts such as GB10 / RTX 50, as log 037 shows) Marlin.
-        backend = "flashinfer" if sm_major == 10 else "marlin"
+        # Blackwell datacenter parts (sm 10) run FlashInfer's native FP4 MoE; Hopper the
+        # bundled Triton kernels (from 0.12); the others (Ampere, and sm 12 parts such as
+        # GB10 / RTX 50, as log 037 shows) Marlin.
+        backend = mxfp4_moe_backend(sm_major, vllm_version)
         return Mxfp4Scheme(name=f"mxfp4 experts ({backend})", source=source, backend=backend,
-                           excluded=_as_list(qc.get("modules_to_not_convert")))
+                           vllm_version=vllm_version, excluded=_as_list(qc.get("modules_to_not_convert")))
     if method == "bitsandbytes":
         eight = bool(qc.get("load_in_8bit", qc.get("_load_in_8bit", False)))
         return BitsAndBytesScheme(
