@@ -31,7 +31,8 @@ from vmemplan.models.base import Adapter, GraphContext, WeightTensor, register
 from vmemplan.models.deepseek import moe_expert_tensors, shared_expert_tensors
 from vmemplan.models.dense import pad_vocab, pp_layer_range
 
-__all__ = ["DeepseekV4", "DeepseekV41", "compress_ratios", "mega_attention_serves", "prefill_workspace_bytes"]
+__all__ = ["DeepseekV4", "DeepseekV41", "compress_ratios", "mega_attention_serves", "mxfp4_expert_tensors",
+           "prefill_workspace_bytes"]
 
 MIB = 1 << 20
 WV_GROUP_SIZE = 8  # vllm/models/deepseek_v41/common/ops/fused_layout.py
@@ -100,6 +101,36 @@ def indexer_workspace_bytes(*, ratio: int, max_model_len: int, index_head_dim: i
     vllm/v1/attention/backends/mla/indexer.py::get_max_prefill_buffer_size (0.33.0)."""
     total = max_model_len * (576 * 2 // 132) * SPARSE_MLA_PREFILL_WORKSPACE_FACTOR // ratio
     return total * index_head_dim + total * 4 + RADIX_TOPK_WORKSPACE_BYTES
+
+
+def mxfp4_expert_tensors(prefix: str, *, num_experts: int, hidden: int, inter: int, num_layers: int,
+                         ctx: GraphContext) -> list[WeightTensor]:
+    """MXFP4 routed experts of ``num_layers`` MoE layers on one rank, as loaded: packed e2m1
+    values (two a byte) and one e8m0 scale byte per 32 along K, with the intermediate size per
+    partition padded to 128 and the hidden size to 256 -- the padding of every backend
+    select_deepseek_v4_mxfp4_moe_backend picks on CUDA (FlashInfer TRT-LLM MXFP4xMXFP8 on SM100,
+    DeepGEMM MXFP4 or Marlin otherwise; vllm/model_executor/layers/fused_moe/oracle/mxfp4.py::
+    mxfp4_round_up_hidden_size_and_intermediate_size) :
+
+    * ``w13_weight`` ``[E, 2 I_pad, H_pad / 2]`` uint8 and ``w13_weight_scale`` ``[E, 2 I_pad, H_pad / 32]``;
+    * ``w2_weight`` ``[E, H_pad, I_pad / 2]`` uint8 and ``w2_weight_scale`` ``[E, H_pad, I_pad / 32]``.
+
+    Mirrors vllm/model_executor/layers/quantization/mxfp4.py::Mxfp4MoEMethod.create_weights (0.33.0).
+    """
+    from vmemplan.laws.moe import moe_shard
+
+    local, ways = moe_shard(ctx, num_experts)
+    i_pad = _round_up(inter // ways, 128)
+    h_pad = _round_up(hidden, 256)
+    n = local * num_layers
+
+    def t(name: str, rows: int, cols: int) -> WeightTensor:
+        return WeightTensor(f"{prefix}.{name}", "expert", rows, cols, n, False, "uint8", allocations=num_layers)
+
+    return [
+        t("w13_weight", 2 * i_pad, h_pad // 2), t("w13_weight_scale", 2 * i_pad, -(-h_pad // 32)),
+        t("w2_weight", h_pad, i_pad // 2), t("w2_weight_scale", h_pad, -(-i_pad // 32)),
+    ]
 
 
 @register
@@ -392,8 +423,12 @@ class DeepseekV4(Adapter):
                 tag = "" if len(by_experts) == 1 else f"[{experts} experts]"
                 out.append(WeightTensor(f"ffn.gate{tag}", "router", experts, h, count))
                 out.append(WeightTensor(f"ffn.gate.bias{tag}", "router", experts, 1, count, dtype="float32"))
-                out += moe_expert_tensors(f"ffn.experts{tag}", num_experts=experts, hidden=h, inter=moe_inter,
-                                          num_layers=count, ctx=ctx)
+                if self.mxfp4_experts():
+                    out += mxfp4_expert_tensors(f"ffn.experts{tag}", num_experts=experts, hidden=h,
+                                                inter=moe_inter, num_layers=count, ctx=ctx)
+                else:
+                    out += moe_expert_tensors(f"ffn.experts{tag}", num_experts=experts, hidden=h, inter=moe_inter,
+                                              num_layers=count, ctx=ctx)
             out += shared_expert_tensors("ffn.shared_experts", shared=int(text.get("n_shared_experts") or 0),
                                          moe_inter=moe_inter, hidden=h, num_layers=n, ctx=ctx)
             hc = int(text.get("hc_mult", 1) or 1)
@@ -410,6 +445,18 @@ class DeepseekV4(Adapter):
     def routed_experts(self, layer: int) -> int:
         """Routed experts of ``layer``'s MoE block (the backbone's count)."""
         return int(self._t("n_routed_experts"))
+
+    def mxfp4_experts(self) -> bool:
+        """Whether the routed experts load as MXFP4: an fp8 checkpoint whose ``expert_dtype`` (read
+        from the top-level config, default "fp4") is "fp4" routes them to Mxfp4MoEMethod
+        (vllm/models/deepseek_v41/quant_config.py::DeepseekV4FP8Config.expert_dtype /
+        get_quant_method, 0.33.0); "fp8" (Flash-Base) keeps block-fp8 experts."""
+        qc = self.config.quantization_config or {}
+        if str(qc.get("quant_method", "")).lower() != "fp8":
+            return False
+        if str(qc.get("moe_quant_algo") or "").upper() == "NVFP4":
+            return False  # ModelOpt NVFP4 experts: priced by the checkpoint's scheme
+        return str(self.config.raw.get("expert_dtype") or "fp4") == "fp4"
 
     def drafter_head_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
         """Drafter tensors besides its decoder layers (none for MTP here)."""
