@@ -29,7 +29,7 @@ from typer.testing import CliRunner
 
 from vmemplan.api import plan, resolve_request
 from vmemplan.cli import app
-from vmemplan.errors import UsageError
+from vmemplan.core.errors import UsageError
 from vmemplan.laws.weights import weight_bytes_per_rank
 from vmemplan.pipeline import graph_context
 

@@ -35,9 +35,9 @@ def test_expert_bytes_from_the_mxfp4_layout():
     req = resolve_request(model="deepseek-ai/DeepSeek-V4.1-Flash", gpu="h200", tensor_parallel_size=8,
                           kv_cache_dtype="fp8")
     text = req.config.text
-    E, H, I, layers = text["n_routed_experts"], text["hidden_size"], text["moe_intermediate_size"], 40
-    i_pad, h_pad = rup(I // 8, 128), rup(H, 256)
-    assert (I // 8, i_pad) == (288, 384)  # the padding matters at TP 8
+    E, H, inter, layers = text["n_routed_experts"], text["hidden_size"], text["moe_intermediate_size"], 40
+    i_pad, h_pad = rup(inter // 8, 128), rup(H, 256)
+    assert (inter // 8, i_pad) == (288, 384)  # the padding matters at TP 8
     experts = {t.name: t for t in req.adapter.weight_tensors(graph_context(req)) if t.kind == "expert"}
     got = sum(t.rows * t.cols * t.count for t in experts.values())  # uint8 elements = bytes
     want = layers * E * (2 * i_pad * (h_pad // 2 + h_pad // 32) + h_pad * (i_pad // 2 + i_pad // 32))

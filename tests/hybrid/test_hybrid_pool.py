@@ -17,13 +17,13 @@ import json
 
 import pytest
 
+from tests.conftest import CONFIGS
+from vmemplan.core.graph import GraphContext
 from vmemplan.laws.kv_pool import PoolContext, plan_pool
 from vmemplan.model_config import ModelConfig
-from vmemplan.models.base import GraphContext, adapter_for
+from vmemplan.models.base import adapter_for
 from vmemplan.models.hybrid_mamba import Jamba, NemotronH
 from vmemplan.models.hybrid_qwen import Qwen3Next
-
-from tests.conftest import CONFIGS
 
 AVAIL = 40 * 2**30  # 42,949,672,960 bytes
 

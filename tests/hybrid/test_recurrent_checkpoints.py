@@ -30,11 +30,10 @@ import json
 
 import pytest
 
+from tests.conftest import CONFIGS
 from vmemplan.laws.kv_pool import PoolContext, plan_pool
 from vmemplan.model_config import ModelConfig
 from vmemplan.models.base import GraphContext, adapter_for
-
-from tests.conftest import CONFIGS
 
 AVAIL = 40 * 2**30
 

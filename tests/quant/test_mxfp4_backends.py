@@ -54,8 +54,8 @@ def _experts(tp: int, version: str):
 def test_triton_expert_bytes_on_hopper(tp, version, keeps_unswizzled):
     scheme, w13, w2 = _experts(tp, version)
     assert scheme.backend == "triton"
-    E, H, I, layers = 128, 2880, 2880, 36
-    i = rup(I // tp, 64)
+    E, H, inter, layers = 128, 2880, 2880, 36
+    i = rup(inter // tp, 64)
 
     def layout(n: int, k: int) -> int:
         value = rup(n, 16) * rup(k // 2, 32)

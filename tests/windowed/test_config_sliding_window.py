@@ -22,8 +22,9 @@ import json
 
 import pytest
 
+from tests.conftest import CONFIGS
 from vmemplan.api import plan
-from vmemplan.errors import UsageError
+from vmemplan.core.errors import UsageError
 from vmemplan.laws.kv_pool import PoolContext, plan_pool
 from vmemplan.model_config import ModelConfig
 from vmemplan.models.base import GraphContext, adapter_for
@@ -33,8 +34,6 @@ from vmemplan.models.sliding import (
     layer_sliding_window,
     without_sliding_windows,
 )
-
-from tests.conftest import CONFIGS
 
 AVAIL = 40 * 2**30
 L = 32768

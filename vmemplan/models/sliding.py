@@ -91,7 +91,7 @@ def without_sliding_windows(specs: Mapping[str, Any]) -> dict[str, Any]:
     vllm/model_executor/layers/attention/attention.py::Attention.get_kv_cache_spec, 0.33.0).
     Windows that are part of a layer's structure (DeepSeek-V4's ``SlidingWindowMLASpec``
     compressor rings) are not config windows and stay."""
-    from vmemplan.laws.kv_specs import FullAttentionSpec, SlidingWindowSpec
+    from vmemplan.core.kv_specs import FullAttentionSpec, SlidingWindowSpec
 
     out: dict[str, Any] = {}
     converted: dict[int, Any] = {}
