@@ -58,9 +58,11 @@ def test_triton_expert_bytes_on_hopper(tp, version, keeps_unswizzled):
     i = rup(inter // tp, 64)
 
     def layout(n: int, k: int) -> int:
+        groups = -(-k // 32)
         value = rup(n, 16) * rup(k // 2, 32)
-        scale = rup(n, 256) * rup(-(-k // 32), 2)
-        return value + scale + (n * -(-k // 32) if keeps_unswizzled else 0)
+        # 0.26+: scale groups padded to 0 mod 4 before the swizzle (utils/mxfp4_utils.py)
+        scale = rup(n, 256) * rup(groups if keeps_unswizzled else rup(groups, 4), 2)
+        return value + scale + (n * groups if keeps_unswizzled else 0)
 
     assert scheme.tensor_bytes(w13, 2) == layers * E * layout(2 * i, H)
     assert scheme.tensor_bytes(w2, 2) == layers * E * layout(H, i)

@@ -426,9 +426,10 @@ class Mxfp4Scheme(QuantScheme):
         * values swizzled into HopperMXValueLayout: ``[E, N, K/2]`` bytes with N padded to 16 and
           K/2 to 32 (the original is deleted);
         * scales swizzled into HopperMXScaleLayout (``num_warps`` 8): ``[E, N, K/32]`` with N
-          padded to 256 and K/32 to 2, held by the kernel's precision config; before 0.26.0 the
-          unswizzled ``w13/w2_weight_scale`` Parameters also stay on the layer (0.26.0 deletes
-          them; 0.21.0's oracle does not).
+          padded to 256 and K/32 to 2 (from 0.26.0 first to 4: "pad K (num scale groups) to 0
+          mod 4", utils/mxfp4_utils.py::_swizzle_mxfp4), held by the kernel's precision config;
+          before 0.26.0 the unswizzled ``w13/w2_weight_scale`` Parameters also stay on the layer
+          (0.26.0 deletes them; 0.21.0's oracle/mxfp4.py does not).
 
         Mirrors Mxfp4MoEMethod.process_weights_after_loading's TRITON branch
         (vllm/model_executor/layers/quantization/mxfp4.py, 0.15.0), convert_weight_to_mxfp4_moe_kernel_format
@@ -447,9 +448,11 @@ class Mxfp4Scheme(QuantScheme):
         else:  # w2: [H, I]
             n, k = t.rows, _round_up(t.cols, pad_i)
         groups = _ceil(k, 32)
-        parts = [("weight", e * _round_up(n, 16) * _round_up(k // 2, 32)),
-                 ("weight_scale", e * _round_up(n, 256) * _round_up(groups, 2))]
         version = tuple(self.vllm_version) if self.vllm_version is not None else (0, 33, 0)
+        # from 0.26.0 _swizzle_mxfp4 first pads the scale groups to a multiple of 4 on SM90
+        swizzled_groups = _round_up(groups, 4) if version >= (0, 26) else groups
+        parts = [("weight", e * _round_up(n, 16) * _round_up(k // 2, 32)),
+                 ("weight_scale", e * _round_up(n, 256) * _round_up(swizzled_groups, 2))]
         if version < (0, 26):
             parts.append(("weight_scale_unswizzled", e * n * groups))
         return parts
