@@ -53,6 +53,7 @@ complete -c vmemplan -n '__fish_seen_subcommand_from size' -l enable-eplb
 complete -c vmemplan -n '__fish_seen_subcommand_from size' -l no-enable-eplb
 complete -c vmemplan -n '__fish_seen_subcommand_from size' -l enforce-eager
 complete -c vmemplan -n '__fish_seen_subcommand_from size' -l no-enforce-eager
+complete -c vmemplan -n '__fish_seen_subcommand_from size' -l disable-sliding-window
 complete -c vmemplan -n '__fish_seen_subcommand_from size' -l enable-prefix-caching
 complete -c vmemplan -n '__fish_seen_subcommand_from size' -l no-enable-prefix-caching
 complete -c vmemplan -n '__fish_seen_subcommand_from size' -l skip-mm-profiling
@@ -119,6 +120,7 @@ complete -c vmemplan -n '__fish_seen_subcommand_from concurrency' -l enable-eplb
 complete -c vmemplan -n '__fish_seen_subcommand_from concurrency' -l no-enable-eplb
 complete -c vmemplan -n '__fish_seen_subcommand_from concurrency' -l enforce-eager
 complete -c vmemplan -n '__fish_seen_subcommand_from concurrency' -l no-enforce-eager
+complete -c vmemplan -n '__fish_seen_subcommand_from concurrency' -l disable-sliding-window
 complete -c vmemplan -n '__fish_seen_subcommand_from concurrency' -l enable-prefix-caching
 complete -c vmemplan -n '__fish_seen_subcommand_from concurrency' -l no-enable-prefix-caching
 complete -c vmemplan -n '__fish_seen_subcommand_from concurrency' -l skip-mm-profiling
@@ -171,6 +173,7 @@ complete -c vmemplan -n '__fish_seen_subcommand_from sweep' -l enable-eplb
 complete -c vmemplan -n '__fish_seen_subcommand_from sweep' -l no-enable-eplb
 complete -c vmemplan -n '__fish_seen_subcommand_from sweep' -l enforce-eager
 complete -c vmemplan -n '__fish_seen_subcommand_from sweep' -l no-enforce-eager
+complete -c vmemplan -n '__fish_seen_subcommand_from sweep' -l disable-sliding-window
 complete -c vmemplan -n '__fish_seen_subcommand_from sweep' -l enable-prefix-caching
 complete -c vmemplan -n '__fish_seen_subcommand_from sweep' -l no-enable-prefix-caching
 complete -c vmemplan -n '__fish_seen_subcommand_from sweep' -l skip-mm-profiling

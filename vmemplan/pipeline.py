@@ -88,6 +88,8 @@ def graph_context(req: ResolvedRequest, pp_rank: int = 0) -> GraphContext:
         num_speculative_tokens=spec.num_speculative_tokens if spec is not None else 0,
         speculative_method=spec.method if spec is not None else None,
         speculative_model_config=req.draft_config,
+        vllm_version=version_tuple_or_none(req.vllm_version),
+        disable_sliding_window=bool(req.inputs.disable_sliding_window),
     )
 
 
@@ -157,6 +159,12 @@ def _drafter(req: ResolvedRequest, ctx: GraphContext) -> tuple[list[Any], dict[s
     spec = req.speculative
     if spec is None:
         return [], {}
+    if spec.method == "dspark" and not req.adapter.builds_drafter(spec.method):
+        from vmemplan.core.errors import UsageError
+
+        raise UsageError(f"drafter weights for method dspark are not modelled for {req.config.architecture}",
+                         hint="DSpark is modelled where its drafter ships in the target checkpoint "
+                              "(DeepSeek-V4.1); supported elsewhere: eagle, eagle3, mtp, draft_model, ngram")
     return (spec_law.drafter_weight_tensors(spec, req.config, ctx, req.draft_config),
             spec_law.drafter_kv_specs(spec, req.config, ctx, req.draft_config))
 
@@ -216,7 +224,12 @@ def model_graph(req: ResolvedRequest, weights_memo: dict[Any, tuple[WeightBreakd
             if key not in weights_memo:
                 weights_memo[key] = _stage_weights(req, ctx, draft_tensors)
             wb, eplb = weights_memo[key]
-        stages.append(Stage(ctx, wb, eplb, {**adapter.kv_cache_specs(ctx), **draft_specs}))
+        specs = {**adapter.kv_cache_specs(ctx), **draft_specs}
+        if ctx.disable_sliding_window:
+            from vmemplan.models.sliding import without_sliding_windows
+
+            specs = without_sliding_windows(specs)
+        stages.append(Stage(ctx, wb, eplb, specs))
     notes = req.source.notes
     prov = [Provenance("model.config", _config_ref(req), "given",
                        f"{req.source.source} config.json" + (f" ({'; '.join(notes)})" if notes else ""))]
@@ -554,9 +567,18 @@ def _kv_summary(req: ResolvedRequest, kv_pool: PoolPlan) -> KvCacheSummary:
         request_tokens=tokens,
         needed_bytes=kv_pool.needed_bytes,
         cache_dtype=req.kv_cache_dtype,
-        no_bytes_per_token_reason=None if kv_pool.bytes_per_token is not None else
-        "; ".join(kv_pool.notes) or "part of what a request holds does not grow with its length",
+        no_bytes_per_token_reason=None if kv_pool.bytes_per_token is not None else _no_per_token_reason(kv_pool),
     )
+
+
+def _no_per_token_reason(kv_pool: PoolPlan) -> str:
+    """Why the pool has no single bytes-per-token figure, with what does grow: the growing
+    caches' record bytes a context token (e.g. DeepSeek-V4.1-Flash's 1,790, seed 002)."""
+    own = kv_pool.own_variable_bytes_per_token()
+    if own:
+        return ("part of what a request holds does not grow with its length (window rings, state pages); "
+                f"the growing caches hold {float(own):,.0f} bytes a token (records, before page padding)")
+    return "; ".join(kv_pool.notes) or "part of what a request holds does not grow with its length"
 
 
 def _pool_provenance(req: ResolvedRequest, kv_pool: PoolPlan) -> list[Provenance]:

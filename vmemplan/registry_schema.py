@@ -61,15 +61,37 @@ class ConstantTable(_Strict):
     vllm_version: str = Field(min_length=1)
 
 
+class SamplerReleaseDefault(_Strict):
+    """A sampler path that is the default only for the releases before ``vllm_before`` (within
+    the era), with the vLLM source that says so."""
+
+    vllm_before: str
+    path: str
+    source: str = Field(min_length=1)
+
+
 class SamplerRegistry(_Strict):
     default_path: str
     paths: dict[str, Constant]
+    release_defaults: list[SamplerReleaseDefault] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _default_known(self) -> SamplerRegistry:
         if self.default_path not in self.paths:
             raise ValueError(f"default_path {self.default_path!r} is not one of {sorted(self.paths)}")
+        for rd in self.release_defaults:
+            if rd.path not in self.paths:
+                raise ValueError(f"release default path {rd.path!r} is not one of {sorted(self.paths)}")
+            parse_vllm_version(rd.vllm_before)
         return self
+
+    def default_for(self, version: tuple[int, int, int]) -> str:
+        """The path a release runs by default: the first ``release_defaults`` entry whose
+        ``vllm_before`` is above ``version``, else ``default_path``."""
+        for rd in self.release_defaults:
+            if version < parse_vllm_version(rd.vllm_before):
+                return rd.path
+        return self.default_path
 
 
 class ActivationRegistry(_Strict):
@@ -155,7 +177,7 @@ class CostModel(_Strict):
     ) -> ActivationConstants:
         era = self.era_for(vllm_version, engine=engine)
         act = era.activation
-        path = sampler_path or act.sampler.default_path
+        path = sampler_path or act.sampler.default_for(parse_vllm_version(vllm_version))
         if path not in act.sampler.paths:
             raise UsageError(
                 f"sampler path {path!r} is not in era {era.id}",

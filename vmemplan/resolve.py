@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from vmemplan.core.errors import UsageError, VmemplanError
 from vmemplan.core.graph import GraphContext
-from vmemplan.laws.quant import scheme_for
+from vmemplan.laws.quant_config import scheme_for
 from vmemplan.model_config import ModelConfig, config_value_guard
 from vmemplan.models import adapter_for
 from vmemplan.request.flags import parse_limit_mm_per_prompt, parse_speculative_config
@@ -51,6 +51,7 @@ class PlanInputs(BaseModel):
     tensor_parallel_size: int | None = Field(default=None, ge=1)
     pipeline_parallel_size: int | None = Field(default=None, ge=1)
     enforce_eager: bool | None = None
+    disable_sliding_window: bool | None = None
     kv_cache_memory_bytes: int | None = Field(default=None, ge=0)
     revision: str | None = None
     vllm_version: str | None = None
@@ -234,7 +235,11 @@ def _resolve_with(inputs: PlanInputs, *, registry: Registry, source: ModelSource
     if kv_dtype not in KV_CACHE_DTYPES:
         raise UsageError(f"unknown --kv-cache-dtype {kv_dtype!r}", hint="one of " + ", ".join(KV_CACHE_DTYPES))
     derived_len = adapter.derived_max_model_len()
-    max_model_len = pick("max_model_len", inputs.max_model_len, derived_len)
+    if inputs.disable_sliding_window:
+        from vmemplan.models.sliding import disabled_window_max_len
+
+        derived_len = disabled_window_max_len(config.text, derived_len)
+    max_model_len = pick("max_model_len", inputs.max_model_len, min(adapter.default_max_model_len(), derived_len))
     from vmemplan.request import refusals  # vLLM's own refusals, with vLLM's messages
 
     if inputs.max_model_len is not None:
@@ -289,8 +294,11 @@ def _resolve_with(inputs: PlanInputs, *, registry: Registry, source: ModelSource
     block_size = resolved_block
     _check_layout(inputs, tp)
 
+    from vmemplan.rules import parse_version
+
     quant_scheme = scheme_for(config.quantization_config, source.extra, inputs.quantization,
-                              sm_major=gpu.sm_major)
+                              sm_major=gpu.sm_major,
+                              vllm_version=parse_version(inputs.vllm_version or rules.max_version or rules.min_version))
     if quant_scheme is not None:
         adapter_notes = (*adapter_notes, f"weights: {quant_scheme.describe()}")
     runner = _resolve_runner(inputs.runner, config)

@@ -124,7 +124,7 @@ def test_v3_fp8_weights_seed_002():
     # DeepSeek-V3's checkpoint is fp8 with 128 x 128 block scales (its quantization_config):
     # seed 002 gives about 78.2 GiB a rank at TP 8; vLLM replicates the q_a/kv_a projections,
     # so the exact figure sits a little above (79.3 GiB, +1.5 %).
-    from vmemplan.laws.quant import scheme_for
+    from vmemplan.laws.quant_config import scheme_for
 
     a = load(V3)
     scheme = scheme_for(a.config.quantization_config, sm_major=9)

@@ -3,7 +3,8 @@
 0.33.0 defaults for a generative hybrid: prefix caching on (ModelConfig.
 is_prefix_caching_supported: attn_type "hybrid" -> True), so the recurrent cache mode is
 "align" (MambaModelConfig.verify_and_update_config) and a request holds 2 (+ spec, + 1
-prefill checkpoint for gated-delta layers on FlashInfer) state pages per recurrent group.
+prefill checkpoint for Mamba-2 layers and gated-delta layers on FlashInfer) state pages per
+recurrent group.
 Pool: block bytes = group size x page; num_blocks = avail // block bytes; blocks per request
 = sum over groups; concurrency = num_blocks / that; tokens = int(concurrency * L)
 (vllm/v1/core/kv_cache_utils.py, 0.33.0).  H100 (SM 9.0), bf16, block size 16 before
@@ -16,14 +17,13 @@ import json
 
 import pytest
 
+from tests.conftest import CONFIGS
+from vmemplan.core.graph import GraphContext
 from vmemplan.laws.kv_pool import PoolContext, plan_pool
 from vmemplan.model_config import ModelConfig
 from vmemplan.models.base import adapter_for
-from vmemplan.core.graph import GraphContext
 from vmemplan.models.hybrid_mamba import Jamba, NemotronH
 from vmemplan.models.hybrid_qwen import Qwen3Next
-
-from tests.conftest import CONFIGS
 
 AVAIL = 40 * 2**30  # 42,949,672,960 bytes
 
@@ -109,19 +109,19 @@ def test_jamba_align(tp, block_bytes, num_blocks):
     [
         # tp1: mamba 16,900,096 (fp32 ssm); attn 1 tok 8*256*2 = 4,096; block 16*cdiv(16,900,096, 65,536)=4,128
         #   page 16,908,288; 10 attention + 54 mamba -> group size 10, 6 mamba groups + 1
-        #   block bytes 169,082,880 -> 254 blocks; per request cdiv(8,192, 4,128) = 2 + 6 * 2 = 14
-        #   tokens int(254 / 14 * 8,192) = 148,626
-        (1, 169_082_880, 254, 148_626),
+        #   block bytes 169,082,880 -> 254 blocks; per request cdiv(8,192, 4,128) = 2 + 6 * (2 + 1
+        #   Mamba-2 prefill checkpoint) = 20; tokens int(254 / 20 * 8,192) = 104,038
+        (1, 169_082_880, 254, 104_038),
         # tp8: mamba 2,112,512; 1 kv head: 512 B/token -> block 16 * cdiv(2,112,512, 8,192) = 4,128
-        #   page 2,113,536; block bytes 21,135,360 -> 2,032 blocks; tokens int(2,032 / 14 * 8,192) = 1,189,010
-        (8, 21_135_360, 2032, 1_189_010),
+        #   page 2,113,536; block bytes 21,135,360 -> 2,032 blocks; tokens int(2,032 / 20 * 8,192) = 832,307
+        (8, 21_135_360, 2032, 832_307),
     ],
 )
 def test_nemotron_h_align(tp, block_bytes, num_blocks, tokens):
     block, p = _plan(_adapter("nvidia--Nemotron-H-56B-Base-8K"), tp, 8192)
     assert block == 4128
     assert (p.block_bytes, p.num_blocks, p.blocks_per_request, p.kv_cache_tokens) == (
-        block_bytes, num_blocks, 14, tokens)
+        block_bytes, num_blocks, 20, tokens)
     assert len(p.groups) == 7
 
 
@@ -138,8 +138,8 @@ def test_speculative_tokens_add_state_pages_and_conv_columns():
     assert a.mamba_page_bytes(ctx) == 16_982_016
     specs = a.kv_cache_specs(ctx)
     p = plan_pool(specs, AVAIL, PoolContext(max_model_len=8192, max_num_batched_tokens=8192, num_speculative_tokens=2))
-    # align: 2 + 2 speculative pages per mamba group: 6 * 4 = 24, + attention 2 -> 26
-    assert p.blocks_per_request == 26
+    # align: 2 + 2 speculative + 1 prefill-checkpoint pages per mamba group: 6 * 5 = 30, + attention 2 -> 32
+    assert p.blocks_per_request == 32
 
 
 def test_gdn_checkpoint_only_on_flashinfer_prefill():

@@ -11,7 +11,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vmemplan.core.errors import RegistryInvalid, UsageError
-from vmemplan.laws.overhead import CudaGraphConstants, CudaGraphFamily, NonTorchConstants, PreBudgetConstants, cuda_graph_bytes, non_torch_bytes, pre_budget_bytes
+from vmemplan.laws.overhead import (
+    CudaGraphConstants,
+    CudaGraphFamily,
+    NonTorchConstants,
+    PreBudgetConstants,
+    cuda_graph_bytes,
+    non_torch_bytes,
+    pre_budget_bytes,
+)
 from vmemplan.registry_schema import parse_cost_model, parse_vllm_version
 
 MIB = 1 << 20
@@ -130,8 +138,11 @@ def test_cost_model_yaml_validates_and_resolves():
     assert cm.era_for("0.6.4", engine="v0").cuda_context_inside_budget is True
     assert cm.era_for("0.20.0").cudagraph_estimate == "default"
     assert cm.era_for("0.19.0").cudagraph_estimate == "opt_in"
-    act = cm.activation_constants("0.11.0")
+    act = cm.activation_constants("0.11.2")
     assert act.sampler_path == "native_sort" and act.sampler_fp32_copies == 9
+    # 0.11.0's V1 sampler runs FlashInfer when installed (TopKTopPSampler.__init__)
+    act = cm.activation_constants("0.11.0")
+    assert act.sampler_path == "flashinfer" and act.sampler_fp32_copies == 3
     assert cm.activation_constants("0.11.0", sampler_path="flashinfer").sampler_fp32_copies == 3
     assert cm.pre_budget_constants().communicator_bytes_by_world_size[1] == 0
     assert cm.cuda_graph_constants().flat_bytes_by_mode["NONE"] == 0

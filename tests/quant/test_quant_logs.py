@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from vmemplan.laws.quant import scheme_for
+from vmemplan.laws.quant_config import scheme_for
 from vmemplan.laws.weights import weight_bytes_per_rank
 from vmemplan.model_config import ModelConfig
 from vmemplan.models import adapter_for

@@ -7,6 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from vmemplan.core.errors import ModelConfigError, UsageError
+from vmemplan.core.graph import WeightTensor as W
 from vmemplan.laws.quant import (
     BitsAndBytesScheme,
     Fp8Scheme,
@@ -15,10 +16,9 @@ from vmemplan.laws.quant import (
     W8A8Scheme,
     WeightOnlyIntScheme,
     marlin_padded_nk,
-    scheme_for,
 )
+from vmemplan.laws.quant_config import scheme_for
 from vmemplan.laws.weights import cuda_allocated_bytes, weight_bytes_per_rank
-from vmemplan.core.graph import WeightTensor as W
 
 MiB = 1 << 20
 GiB = 1 << 30
@@ -151,12 +151,13 @@ def _gpt_oss(layers: int, experts: int) -> list[W]:
     ]
 
 
-@pytest.mark.parametrize(("layers", "experts", "logged"), [
-    (36, 128, 65.9651),  # log 013: gpt-oss-120b, one H100, Marlin FP4
-    (24, 32, 13.7193),   # log 037: gpt-oss-20b, GB10, "Using Marlin backend"
+@pytest.mark.parametrize(("layers", "experts", "logged", "sm", "release"), [
+    (36, 128, 65.9651, 9, (0, 10, 1)),  # log 013: gpt-oss-120b, one H100, vLLM 0.10.1, Marlin FP4
+    (24, 32, 13.7193, 12, (0, 13, 0)),  # log 037: gpt-oss-20b, GB10, vLLM 0.13, "Using Marlin backend"
 ])
-def test_mxfp4_prices_gpt_oss_logs(layers, experts, logged):
-    s = scheme_for({"quant_method": "mxfp4"}, sm_major=9)
+def test_mxfp4_prices_gpt_oss_logs(layers, experts, logged, sm, release):
+    s = scheme_for({"quant_method": "mxfp4"}, sm_major=sm, vllm_version=release)
+    assert s.backend == "marlin"
     got = weight_bytes_per_rank(_gpt_oss(layers, experts), model_dtype="bfloat16", scheme=s,
                                 allocator_rounding=True).total_bytes / GiB
     assert abs(got - logged) / logged < 0.005

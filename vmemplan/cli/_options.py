@@ -45,6 +45,9 @@ PpOpt = Annotated[int | None, typer.Option("--pipeline-parallel-size", "-pp", he
                                               show_default=False)]
 EagerOpt = Annotated[bool | None, typer.Option("--enforce-eager/--no-enforce-eager",
                                                   help="No CUDA graphs.", show_default=False)]
+DisableSwOpt = Annotated[bool | None, typer.Option(
+    "--disable-sliding-window", help="Ignore the config's sliding window (full attention; context capped to it).",
+    show_default=False)]
 KvMemOpt = Annotated[str | None, typer.Option(
     "--kv-cache-memory", "--kv-cache-memory-bytes",
     help="KV cache bytes (e.g. 32G, 34359738368): skips the budget, like vLLM's flag.", show_default=False)]
@@ -163,6 +166,7 @@ ENGINE_FLAGS: dict[str, Any] = {
     "num_redundant_experts": RedundantOpt,
     "decode_context_parallel_size": DcpOpt,
     "enforce_eager": EagerOpt,
+    "disable_sliding_window": DisableSwOpt,
     "kv_cache_memory": KvMemOpt,
     "enable_prefix_caching": PrefixOpt,
     "speculative_config": SpeculativeConfigOpt,

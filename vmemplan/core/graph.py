@@ -84,6 +84,14 @@ class GraphContext:
     skip_mm_profiling: bool = False
     mm_encoder_tp_mode: str = "weights"
     speculative_model_config: Any = None  # drafter's ModelConfig for draft-model speculation
+    #: the vLLM release planned for, as a release tuple (``(0, 33, 0)``); None = the newest
+    #: law (laws that changed between releases read it, see ``at_least``)
+    vllm_version: tuple[int, ...] | None = None
+    disable_sliding_window: bool = False  # --disable-sliding-window (config windows off)
+
+    def at_least(self, *release: int) -> bool:
+        """Whether the planned release is ``release`` or newer (True when unknown: newest)."""
+        return self.vllm_version is None or tuple(self.vllm_version) >= tuple(release)
 
     @property
     def world_size(self) -> int:

@@ -195,7 +195,7 @@ def resolve_baseline(startup: Startup, registry: Registry, *, vllm_version: str 
     L = f.max_model_len
     if L is None and link is not None:
         try:
-            L = link.adapter.derived_max_model_len()
+            L = link.adapter.default_max_model_len()
             assumed.append(f"max_model_len {L:,} (the model's own context length)")
         except VmemplanError:
             L = None

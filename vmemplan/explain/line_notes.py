@@ -153,7 +153,7 @@ def _note_available_kv(s: Startup, f: Figures, ln: LogLine, who: str) -> str:
     if f.available_kv_cache_bytes is not None and f.available_kv_cache_bytes <= 0:
         neg = " It is not positive, so no KV cache block fits and vLLM refuses to start."
     return (f"What was left for the KV cache pool{who}: util x total minus weights, the profiled"
-            " activation peak and non-torch memory (and, from vLLM 0.21, the CUDA graph estimate)."
+            " activation peak and non-torch memory (and, from vLLM 0.20, the CUDA graph estimate)."
             + neg + tail + _util_step(f))
 
 
@@ -187,15 +187,15 @@ def _note_blocks(s: Startup, f: Figures, ln: LogLine, who: str) -> str:
 def _note_cuda_graph(s: Startup, f: Figures, ln: LogLine, who: str) -> str:
     if f.cuda_graph_bytes is None:
         return "CUDA graphs were captured to make small decode batches fast."
-    return (f"Capturing CUDA graphs took {_p(f, 'cuda_graph_bytes')} GiB{who}. Before vLLM 0.21 this happens"
-            " after the KV pool is sized, so it comes out of the (1 - util) headroom; --enforce-eager skips"
-            " it (slower decode) and fewer capture sizes shrink it. A negative number means memory was"
-            " freed during the capture.")
+    return (f"Capturing CUDA graphs took {_p(f, 'cuda_graph_bytes')} GiB{who}. Before vLLM 0.20 (0.18-0.19"
+            " unless VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1) this happens after the KV pool is sized,"
+            " so it comes out of the (1 - util) headroom; --enforce-eager skips it (slower decode) and"
+            " fewer capture sizes shrink it. A negative number means memory was freed during the capture.")
 
 
 def _note_cuda_graph_estimate(s: Startup, f: Figures, ln: LogLine, who: str) -> str:
     return (f"vLLM measured a few graph captures before sizing the pool and estimates {_p(f, 'cuda_graph_estimate_bytes')}"
-            " GiB for all CUDA graphs; with CUDA graph memory profiling on (default from 0.21) this is"
+            " GiB for all CUDA graphs; with CUDA graph memory profiling on (default from 0.20) this is"
             " taken from the KV cache budget.")
 
 

@@ -31,7 +31,7 @@ def _high_utilization(s: Startup, out: list[Suggestion]) -> None:
             if head < 4 * GIB:
                 out.append(Suggestion("high_utilization", (
                     f"--gpu-memory-utilization {u} leaves only {head / GIB:.2f} GiB of {T / GIB:.2f} GiB outside"
-                    " vLLM's budget for the CUDA context, other processes and (before 0.21) the CUDA graphs"
+                    " vLLM's budget for the CUDA context, other processes and (before 0.20) the CUDA graphs"
                     " captured after the pool is sized; an out-of-memory crash under load is likely. Lower it"
                     " to 0.90-0.92 or keep the GPU free of other processes.")))
         else:
@@ -110,7 +110,7 @@ def _cuda_graphs(s: Startup, out: list[Suggestion]) -> None:
                 f"CUDA graph capture took {_p(f, 'cuda_graph_bytes')} GiB{share_txt}. Capturing fewer batch"
                 " sizes (--max-cudagraph-capture-size or compilation_config cudagraph_capture_sizes),"
                 " PIECEWISE-only graphs, or --enforce-eager (slower decode) frees most of it; before"
-                " vLLM 0.21 this memory is not counted in the budget and comes out of the"
+                " vLLM 0.20 this memory is not counted in the budget and comes out of the"
                 " (1 - util) headroom.")))
     if cg is not None and cg < 0:
         out.append(Suggestion("negative_cuda_graph", (

@@ -46,11 +46,9 @@ from __future__ import annotations
 import fnmatch
 import functools
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
-from vmemplan.core.errors import ModelConfigError, UsageError
 from vmemplan.core.graph import WeightTensor
 from vmemplan.core.units import dtype_bytes
 
@@ -62,8 +60,9 @@ __all__ = [
     "NvFp4Scheme",
     "Mxfp4Scheme",
     "BitsAndBytesScheme",
-    "scheme_for",
     "marlin_padded_nk",
+    "mxfp4_moe_backend",
+    "mxfp4_padding",
 ]
 
 Part = tuple[str, int, int]
@@ -339,27 +338,79 @@ class NvFp4Scheme(QuantScheme):
         return parts
 
 
+def mxfp4_moe_backend(sm_major: int | None, vllm_version: tuple[int, ...] | None = None) -> str:
+    """The MXFP4 MoE backend vLLM picks by default (no ``VLLM_MXFP4_USE_MARLIN`` /
+    ``VLLM_USE_FLASHINFER_MOE_MXFP4_*`` overrides, FlashInfer installed), for a CUDA GPU:
+
+    * SM 10.x (datacenter Blackwell): FlashInfer, "flashinfer" (``SM100_FI_MXFP4_BF16`` before
+      0.19.0, ``FLASHINFER_TRTLLM_MXFP4_BF16`` from it);
+    * SM 9.0 (Hopper): "triton" (OpenAI's triton_kernels) from 0.12.0, the first wheel that
+      bundles ``vllm/third_party/triton_kernels`` (0.10.1.1 and 0.11.0 do not, so
+      ``has_triton_kernels()`` is false there and Hopper runs "marlin", as corpus log 013 shows);
+    * everything else (Ampere, Ada, SM 12.x consumer Blackwell): "marlin" (the Triton kernels
+      need (9, 0) <= capability < (11, 0) through 0.31.0; 0.32.0+ accept SM 12.x but order
+      Marlin first there).
+
+    Mirrors vllm/model_executor/layers/quantization/mxfp4.py::get_mxfp4_backend (0.11.0 –
+    0.18.0) and vllm/model_executor/layers/fused_moe/oracle/mxfp4.py::select_mxfp4_moe_backend
+    with _get_priority_backends_for_gpt_oss (0.19.0 – 0.33.0).
+    """
+    version = tuple(vllm_version) if vllm_version is not None else (0, 33, 0)
+    if sm_major == 10:
+        return "flashinfer"
+    if sm_major == 9 and version >= (0, 12):
+        return "triton"
+    return "marlin"
+
+
+def mxfp4_padding(backend: str, vllm_version: tuple[int, ...] | None = None) -> tuple[int, int]:
+    """``(intermediate-per-partition multiple, hidden multiple)`` the backend pads the expert
+    weights to (1 = no padding):
+
+    * "marlin": 128, 256 (every release);
+    * "triton": 64, none;
+    * "flashinfer" (TRT-LLM MXFP4 x BF16): 256, 256 through 0.26.0; 128, 256 from 0.27.0;
+    * "flashinfer_cutlass" (``VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8_CUTLASS`` / SM90 BF16): 128, 128.
+
+    Mirrors Mxfp4MoEMethod.create_weights (vllm/model_executor/layers/quantization/mxfp4.py,
+    0.11.0 – 0.18.0) and mxfp4_round_up_hidden_size_and_intermediate_size
+    (vllm/model_executor/layers/fused_moe/oracle/mxfp4.py, 0.19.0 – 0.33.0), read from each wheel.
+    """
+    version = tuple(vllm_version) if vllm_version is not None else (0, 33, 0)
+    if backend == "marlin":
+        return 128, 256
+    if backend == "flashinfer":
+        return (128, 256) if version >= (0, 27) else (256, 256)
+    if backend == "flashinfer_cutlass":
+        return 128, 128
+    return 64, 1
+
+
 @dataclass(frozen=True)
 class Mxfp4Scheme(QuantScheme):
     """MXFP4 experts (gpt-oss): everything but the routed experts stays 16-bit.
 
-    ``backend`` picks the padding: "marlin" (intermediate → ×128, hidden → ×256; GPUs
-    without native FP4), "flashinfer" (both ×256; Blackwell), "triton" (intermediate → ×64).
-    Mirrors vllm/model_executor/layers/quantization/mxfp4.py::Mxfp4MoEMethod.create_weights.
+    ``backend`` (see :func:`mxfp4_moe_backend`) and the release (``vllm_version``) pick the
+    padding of the expert intermediate size per partition and of the hidden size
+    (:func:`mxfp4_padding`).  Mirrors Mxfp4MoEMethod.create_weights
+    (vllm/model_executor/layers/quantization/mxfp4.py).
     """
 
     backend: str = "marlin"
+    vllm_version: tuple[int, ...] | None = None
 
     def applies_to(self, tensor: WeightTensor) -> bool:
         return tensor.kind == "expert" or ".experts." in tensor.name
 
     def _pads(self) -> tuple[int, int]:
-        return {"marlin": (128, 256), "flashinfer": (256, 256), "triton": (64, 1)}.get(self.backend, (64, 1))
+        return mxfp4_padding(self.backend, self.vllm_version)
 
     def describe(self) -> str:
         return super().describe() + f"; experts padded for the {self.backend} backend"
 
     def unit_parts(self, t: WeightTensor, experts: int, width: int) -> list[tuple[str, int]]:
+        if self.backend == "triton":
+            return self._triton_parts(t, experts)
         pad_i, pad_h = self._pads()
         e = experts
         if t.name.endswith("bias"):  # expert biases stay bf16 but follow the padding
@@ -373,6 +424,46 @@ class Mxfp4Scheme(QuantScheme):
             n = _round_up(t.rows, pad_h)
             k = _round_up(t.cols, pad_i)
         return [("weight", e * n * k // 2), ("weight_scale", e * n * _ceil(k, 32))]
+
+
+    def _triton_parts(self, t: WeightTensor, experts: int) -> list[tuple[str, int]]:
+        """The Triton (OpenAI triton_kernels) layout after loading, on Hopper.
+
+        * intermediate per partition padded to 64, hidden unpadded (:func:`mxfp4_padding`);
+        * expert biases cast to float32;
+        * values swizzled into HopperMXValueLayout: ``[E, N, K/2]`` bytes with N padded to 16 and
+          K/2 to 32 (the original is deleted);
+        * scales swizzled into HopperMXScaleLayout (``num_warps`` 8): ``[E, N, K/32]`` with N
+          padded to 256 and K/32 to 2 (from 0.26.0 first to 4: "pad K (num scale groups) to 0
+          mod 4", utils/mxfp4_utils.py::_swizzle_mxfp4), held by the kernel's precision config;
+          before 0.26.0 the unswizzled ``w13/w2_weight_scale`` Parameters also stay on the layer
+          (0.26.0 deletes them; 0.21.0's oracle/mxfp4.py does not).
+
+        Mirrors Mxfp4MoEMethod.process_weights_after_loading's TRITON branch
+        (vllm/model_executor/layers/quantization/mxfp4.py, 0.15.0), convert_weight_to_mxfp4_moe_kernel_format
+        (vllm/model_executor/layers/fused_moe/oracle/mxfp4.py, 0.26.0 – 0.33.0),
+        utils/mxfp4_utils.py::_swizzle_mxfp4 and vllm/third_party/triton_kernels/tensor_details/
+        layout_details/hopper_{value,scale}.py::swizzle_data.
+        """
+        pad_i, _ = self._pads()
+        e = experts
+        merged = _merged_shards(t.name) == 2
+        if t.name.endswith("bias"):
+            rows = 2 * _round_up(t.rows // 2, pad_i) if merged else t.rows
+            return [("bias", e * rows * 4)]
+        if merged:  # w13: [2·I, H]
+            n, k = 2 * _round_up(t.rows // 2, pad_i), t.cols
+        else:  # w2: [H, I]
+            n, k = t.rows, _round_up(t.cols, pad_i)
+        groups = _ceil(k, 32)
+        version = tuple(self.vllm_version) if self.vllm_version is not None else (0, 33, 0)
+        # from 0.26.0 _swizzle_mxfp4 first pads the scale groups to a multiple of 4 on SM90
+        swizzled_groups = _round_up(groups, 4) if version >= (0, 26) else groups
+        parts = [("weight", e * _round_up(n, 16) * _round_up(k // 2, 32)),
+                 ("weight_scale", e * _round_up(n, 256) * _round_up(swizzled_groups, 2))]
+        if version < (0, 26):
+            parts.append(("weight_scale_unswizzled", e * n * groups))
+        return parts
 
 
 @dataclass(frozen=True)
@@ -398,208 +489,3 @@ class BitsAndBytesScheme(QuantScheme):
             small = []
         # one quant state (with its 16-entry code) per merged checkpoint shard
         return parts + (small + [("code", 16 * 4)]) * shards
-
-
-# ----------------------------------------------------------------------------------------
-def _as_list(value: Any) -> tuple[str, ...]:
-    if isinstance(value, str):
-        return (value,)
-    if isinstance(value, Sequence):
-        return tuple(str(v) for v in value if isinstance(v, str))
-    return ()
-
-
-def _ct_group(qc: Mapping[str, Any]) -> tuple[Mapping[str, Any], Mapping[str, Any] | None]:
-    groups = qc.get("config_groups")
-    if not isinstance(groups, Mapping) or not groups:
-        raise ModelConfigError("compressed-tensors quantization_config has no config_groups")
-    chosen = None
-    for g in groups.values():
-        if isinstance(g, Mapping) and any("Linear" in t or "re:" in t for t in _as_list(g.get("targets"))):
-            chosen = g
-            break
-    if chosen is None:
-        chosen = next(iter(groups.values()))
-    w = chosen.get("weights")
-    if not isinstance(w, Mapping):
-        raise ModelConfigError("compressed-tensors config group has no weights entry")
-    a = chosen.get("input_activations")
-    return w, a if isinstance(a, Mapping) else None
-
-
-def _compressed_tensors(qc: Mapping[str, Any], source: str, sm_major: int | None) -> QuantScheme:
-    w, a = _ct_group(qc)
-    excluded = _as_list(qc.get("ignore"))
-    bits = int(w.get("num_bits", 8))
-    wtype = str(w.get("type", "int"))
-    strategy = str(w.get("strategy", "tensor"))
-    if wtype == "float" and bits == 4:
-        return NvFp4Scheme(name="compressed-tensors nvfp4", excluded=excluded, source=source,
-                           group_size=int(w.get("group_size") or 16))
-    if a is None:  # weight-only
-        if wtype == "float" and bits == 8:
-            return Fp8Scheme(name="compressed-tensors fp8 weight-only (W8A16)", excluded=excluded,
-                             source=source, strategy="channel" if strategy == "channel" else "tensor")
-        gs = int(w.get("group_size") or -1) if strategy == "group" else -1
-        actorder = w.get("actorder")
-        return WeightOnlyIntScheme(
-            name=f"compressed-tensors W{bits}A16 (group {gs})", excluded=excluded, source=source,
-            bits=bits, group_size=gs, zero_point=not bool(w.get("symmetric", True)),
-            act_order=actorder in ("group", True, "weight") and gs != -1 and actorder == "group",
-            marlin=True,
-        )
-    dynamic = bool(a.get("dynamic", True))
-    if wtype == "float":
-        if strategy == "block":
-            block = w.get("block_structure") or [128, 128]
-            return Fp8Scheme(name="compressed-tensors fp8 block", excluded=excluded, source=source,
-                             strategy="block", block=(int(block[0]), int(block[1])),
-                             static_input=not dynamic)
-        return Fp8Scheme(name=f"compressed-tensors fp8 W8A8 ({strategy})", excluded=excluded, source=source,
-                         strategy="channel" if strategy == "channel" else "tensor", static_input=not dynamic)
-    return W8A8Scheme(name=f"compressed-tensors int8 W8A8 ({strategy})", excluded=excluded, source=source,
-                      per_channel=strategy == "channel", static_input=not dynamic,
-                      asymmetric_input=not bool(a.get("symmetric", True)))
-
-
-def _modelopt(qc: Mapping[str, Any], source: str) -> QuantScheme:
-    inner: Any = qc.get("quantization") if isinstance(qc.get("quantization"), Mapping) else qc
-    algo = str(inner.get("quant_algo") or "").upper()
-    excluded = _as_list(inner.get("exclude_modules") or inner.get("ignore") or qc.get("ignore"))
-    if "NVFP4" in algo or "FP4" in algo:
-        return NvFp4Scheme(name="modelopt nvfp4", excluded=excluded, source=source,
-                           group_size=int(inner.get("group_size") or 16))
-    if "FP8" in algo:
-        if "BLOCK" in algo:
-            return Fp8Scheme(name="modelopt fp8 block", excluded=excluded, source=source, strategy="block")
-        if "CHANNEL" in algo:
-            return Fp8Scheme(name="modelopt fp8 per-channel", excluded=excluded, source=source,
-                             strategy="channel")
-        return Fp8Scheme(name="modelopt fp8 (per-tensor, static input)", excluded=excluded,
-                         source=source, strategy="tensor", static_input=True)
-    raise ModelConfigError(f"modelopt quant_algo {algo or '(missing)'} is not supported")
-
-
-def scheme_for(
-    quantization_config: Mapping[str, Any] | None,
-    extra_files: Mapping[str, Any] | None = None,
-    quantization: str | None = None,
-    *,
-    sm_major: int | None = 9,
-) -> QuantScheme | None:
-    """The scheme that prices a checkpoint's quantized tensors, or None for 16-bit weights.
-
-    See :func:`_scheme_for`; malformed settings raise :class:`ModelConfigError`.
-    """
-    try:
-        return _scheme_for(quantization_config, extra_files, quantization, sm_major=sm_major)
-    except (TypeError, ValueError, KeyError, IndexError, OverflowError, AttributeError) as exc:
-        raise ModelConfigError(f"quantization_config could not be read: {exc}",
-                               hint="check the quant_method and its bits / group_size fields") from None
-
-
-def _scheme_for(
-    quantization_config: Mapping[str, Any] | None,
-    extra_files: Mapping[str, Any] | None = None,
-    quantization: str | None = None,
-    *,
-    sm_major: int | None = 9,
-) -> QuantScheme | None:
-    """The scheme that prices a checkpoint's quantized tensors, or None for 16-bit weights.
-
-    ``quantization_config`` is config.json's (``ModelConfig.quantization_config``);
-    ``extra_files`` maps file names the model source delivered (``hf_quant_config.json``) to
-    their parsed JSON; ``quantization`` is ``--quantization``.  Online ``fp8`` on a 16-bit
-    checkpoint quantizes per tensor.  Mirrors the dispatch of
-    vllm/model_executor/layers/quantization/__init__.py::get_quantization_config and
-    vllm/config/model.py::ModelConfig._verify_quantization (0.33.0).
-    """
-    qc: Mapping[str, Any] | None = quantization_config
-    source = "config.json quantization_config"
-    hf_quant = (extra_files or {}).get("hf_quant_config.json")
-    if qc is None and isinstance(hf_quant, Mapping):
-        qc = dict(hf_quant)
-        qc.setdefault("quant_method", "modelopt")
-        source = "hf_quant_config.json"
-    flag = (quantization or "").lower() or None
-    if qc is None:
-        if flag is None:
-            return None
-        if flag in ("fp8", "fp8_per_tensor"):
-            return Fp8Scheme(name="fp8 online (per-tensor)", source="--quantization fp8", strategy="tensor")
-        if flag == "fp8_per_channel":
-            return Fp8Scheme(name="fp8 online (per-channel)", source="--quantization", strategy="channel")
-        if flag == "fp8_per_block":
-            return Fp8Scheme(name="fp8 online (128×128 blocks)", source="--quantization", strategy="block")
-        if flag == "bitsandbytes":
-            return BitsAndBytesScheme(name="bitsandbytes 4-bit (in-flight)", source="--quantization", bits=4,
-                                      double_quant=False)
-        raise UsageError(
-            f"--quantization {flag} needs a quantized checkpoint",
-            hint="online quantization of a 16-bit checkpoint supports fp8 (and bitsandbytes in older vLLM)",
-        )
-    if not isinstance(qc, Mapping):
-        raise ModelConfigError("quantization_config must be an object",
-                               hint="quantization_config holds an object with quant_method and its settings")
-    inner = qc.get("quantization")
-    method = str(qc.get("quant_method")
-                 or (isinstance(inner, Mapping) and inner.get("quant_algo") and "modelopt") or "").lower()
-    from vmemplan.config_schema import check_quantization_flag, validate_quantization
-
-    validate_quantization(qc, source)
-    check_quantization_flag(method, flag)
-    if method in ("fp8", "fbgemm_fp8"):
-        block = qc.get("weight_block_size")
-        excluded = _as_list(qc.get("modules_to_not_convert") or qc.get("ignored_layers"))
-        static = str(qc.get("activation_scheme", "dynamic")) == "static"
-        if method == "fbgemm_fp8":
-            return Fp8Scheme(name="fbgemm fp8 (per-channel)", excluded=excluded, source=source, strategy="channel")
-        if isinstance(block, Sequence) and len(block) == 2:
-            return Fp8Scheme(name=f"fp8 block {block[0]}×{block[1]}", excluded=excluded, source=source,
-                             strategy="block", block=(int(block[0]), int(block[1])), static_input=static,
-                             match_mode="exact")
-        return Fp8Scheme(name="fp8 per-tensor", excluded=excluded, source=source, strategy="tensor",
-                         static_input=static, match_mode="exact")
-    if method == "awq":
-        bits = int(qc.get("bits", qc.get("w_bit", 4)))
-        marlin = flag not in ("awq",)
-        return WeightOnlyIntScheme(
-            name=f"awq {bits}-bit g{qc.get('group_size', qc.get('q_group_size', 128))}"
-            + (" (marlin)" if marlin else " (gemm)"),
-            excluded=_as_list(qc.get("modules_to_not_convert")), source=source, bits=bits,
-            group_size=int(qc.get("group_size", qc.get("q_group_size", 128))),
-            zero_point=bool(qc.get("zero_point", True)), marlin=marlin, match_mode="substring",
-        )
-    if method == "gptq":
-        bits = int(qc.get("bits", 4))
-        desc = bool(qc.get("desc_act", False))
-        marlin = flag not in ("gptq",) and bits in (4, 8)
-        return WeightOnlyIntScheme(
-            name=f"gptq {bits}-bit g{qc.get('group_size', 128)}" + (" act-order" if desc else "")
-            + (" (marlin)" if marlin else ""),
-            excluded=_as_list(qc.get("modules_to_not_convert")), source=source, bits=bits,
-            group_size=int(qc.get("group_size", 128)), zero_point=not bool(qc.get("sym", True)),
-            act_order=desc, marlin=marlin, gptq_legacy=not marlin,
-            quantize_lm_head=bool(qc.get("lm_head", False)),
-        )
-    if method == "compressed-tensors":
-        return _compressed_tensors(qc, source, sm_major)
-    if method in ("modelopt", "modelopt_fp4"):
-        return _modelopt(qc, source)
-    if method == "mxfp4":
-        # Blackwell datacenter parts (sm 10) run FlashInfer's native FP4 MoE; the others
-        # (Hopper, Ampere, and sm 12 parts such as GB10 / RTX 50, as log 037 shows) Marlin.
-        backend = "flashinfer" if sm_major == 10 else "marlin"
-        return Mxfp4Scheme(name=f"mxfp4 experts ({backend})", source=source, backend=backend,
-                           excluded=_as_list(qc.get("modules_to_not_convert")))
-    if method == "bitsandbytes":
-        eight = bool(qc.get("load_in_8bit", qc.get("_load_in_8bit", False)))
-        return BitsAndBytesScheme(
-            name="bitsandbytes " + ("8-bit" if eight else f"4-bit {qc.get('bnb_4bit_quant_type', 'nf4')}"),
-            excluded=_as_list(qc.get("llm_int8_skip_modules")), source=source, bits=8 if eight else 4,
-            double_quant=bool(qc.get("bnb_4bit_use_double_quant", False)), match_mode="substring",
-        )
-    raise ModelConfigError(
-        f"quantization method {method or '(missing)'} is not supported by vmemplan",
-        hint="supported: fp8, fbgemm_fp8, awq, gptq, compressed-tensors, modelopt, mxfp4, bitsandbytes",
-    )

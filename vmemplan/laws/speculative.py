@@ -30,6 +30,7 @@ from vmemplan.core.errors import UsageError
 
 __all__ = [
     "KV_FREE_METHODS",
+    "TARGET_BUILT_METHODS",
     "METHODS",
     "MTP_ALIASES",
     "SpeculativeConfig",
@@ -48,6 +49,10 @@ MTP_ALIASES = frozenset({
     "bailing_hybrid_mtp", "mtp", "kimi_k3_mtp", "pangu_ultra_moe_mtp", "step3p5_mtp", "step5_mtp",
     "hy_v3_mtp", "hy_v4_mtp", "gemma4_mtp", "inkling_mtp", "glm5_next_mtp",
 })
+#: methods whose drafter layers the target adapter lists itself (``Adapter.builds_drafter``):
+#: MTP layers, and DeepSeek-V4.1's DSpark (its weights ship in the target checkpoint and its
+#: config is the target's: vllm/config/speculative.py::SpeculativeConfig.__post_init__, 0.33.0)
+TARGET_BUILT_METHODS = frozenset({"mtp", "dspark"})
 METHODS = frozenset({"ngram", "ngram_gpu", "draft_model", "suffix", "custom_class", "eagle", "eagle3",
                      "extract_hidden_states", "dflash", "dspark", "mtp"})
 @dataclass(frozen=True)

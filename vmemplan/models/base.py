@@ -53,6 +53,11 @@ class Adapter:
     def kv_cache_specs(self, ctx: GraphContext) -> dict[str, Any]:  # pragma: no cover
         raise NotImplementedError
 
+    def builds_drafter(self, method: str) -> bool:
+        """Whether this adapter lists the drafter's layers itself (weights and caches) for
+        speculative ``method``, as MTP layers are the target's own.  Default: MTP only."""
+        return method == "mtp"
+
     # -- facts the planner needs -----------------------------------------------------
     def derived_max_model_len(self) -> int:
         """The context length vLLM derives from the config when ``--max-model-len`` is unset.
@@ -69,12 +74,6 @@ class Adapter:
         # text config (gemma3 and gemma3_text), _get_and_verify_max_len (0.33.0).
         if "gemma3" in cfg.model_type or "gemma3" in str(cfg.raw.get("model_type") or ""):
             rs = None
-        if rs and str(rs.get("rope_type", rs.get("type", ""))) in ("longrope", "su"):
-            # LongRoPE defaults to original_max_position_embeddings "to avoid performance
-            # degradation for shorter sequences" (same function, 0.33.0).
-            orig = cfg.text.get("original_max_position_embeddings", rs.get("original_max_position_embeddings"))
-            if isinstance(orig, int) and not isinstance(orig, bool) and 0 < orig <= length:
-                return orig
         if rs:
             rtype = str(rs.get("rope_type", rs.get("type", "")))
             factor = rs.get("factor")
@@ -91,6 +90,20 @@ class Adapter:
                 f"config.json: the rope scaling {rs} gives a context of {length} tokens",
                 hint="a rope-scaling factor must be positive")
         return length
+
+    def default_max_model_len(self) -> int:
+        """The context vLLM picks when ``--max-model-len`` is unset: the derived length, except that
+        LongRoPE defaults to ``original_max_position_embeddings`` "to avoid performance degradation
+        for shorter sequences" (vllm/config/model.py::_get_and_verify_max_len, 0.33.0).  A length
+        the user sets is still checked against :meth:`derived_max_model_len`."""
+        derived = self.derived_max_model_len()
+        cfg = self.config
+        rs = cfg.rope_scaling()
+        if rs and str(rs.get("rope_type", rs.get("type", ""))) in ("longrope", "su"):  # su is patched to longrope
+            orig = cfg.text.get("original_max_position_embeddings", rs.get("original_max_position_embeddings"))
+            if isinstance(orig, int) and not isinstance(orig, bool) and 0 < orig <= derived:
+                return orig
+        return derived
 
     def validate_parallel(self, ctx: GraphContext) -> None:
         """Reject layouts vLLM rejects: tp must divide the attention heads, and divide or be

@@ -35,7 +35,8 @@ from vmemplan.models.base import Adapter, register
 from vmemplan.models.deepseek import moe_expert_tensors, shared_expert_tensors
 from vmemplan.models.dense import pad_vocab, pp_layer_range
 
-__all__ = ["DeepseekV4", "DeepseekV41", "compress_ratios", "mega_attention_serves", "prefill_workspace_bytes"]
+__all__ = ["DeepseekV4", "DeepseekV41", "compress_ratios", "mega_attention_serves", "mxfp4_expert_tensors",
+           "prefill_workspace_bytes"]
 
 MIB = 1 << 20
 WV_GROUP_SIZE = 8  # vllm/models/deepseek_v41/common/ops/fused_layout.py
@@ -104,6 +105,36 @@ def indexer_workspace_bytes(*, ratio: int, max_model_len: int, index_head_dim: i
     vllm/v1/attention/backends/mla/indexer.py::get_max_prefill_buffer_size (0.33.0)."""
     total = max_model_len * (576 * 2 // 132) * SPARSE_MLA_PREFILL_WORKSPACE_FACTOR // ratio
     return total * index_head_dim + total * 4 + RADIX_TOPK_WORKSPACE_BYTES
+
+
+def mxfp4_expert_tensors(prefix: str, *, num_experts: int, hidden: int, inter: int, num_layers: int,
+                         ctx: GraphContext) -> list[WeightTensor]:
+    """MXFP4 routed experts of ``num_layers`` MoE layers on one rank, as loaded: packed e2m1
+    values (two a byte) and one e8m0 scale byte per 32 along K, with the intermediate size per
+    partition padded to 128 and the hidden size to 256 -- the padding of every backend
+    select_deepseek_v4_mxfp4_moe_backend picks on CUDA (FlashInfer TRT-LLM MXFP4xMXFP8 on SM100,
+    DeepGEMM MXFP4 or Marlin otherwise; vllm/model_executor/layers/fused_moe/oracle/mxfp4.py::
+    mxfp4_round_up_hidden_size_and_intermediate_size) :
+
+    * ``w13_weight`` ``[E, 2 I_pad, H_pad / 2]`` uint8 and ``w13_weight_scale`` ``[E, 2 I_pad, H_pad / 32]``;
+    * ``w2_weight`` ``[E, H_pad, I_pad / 2]`` uint8 and ``w2_weight_scale`` ``[E, H_pad, I_pad / 32]``.
+
+    Mirrors vllm/model_executor/layers/quantization/mxfp4.py::Mxfp4MoEMethod.create_weights (0.33.0).
+    """
+    from vmemplan.laws.moe import moe_shard
+
+    local, ways = moe_shard(ctx, num_experts)
+    i_pad = _round_up(inter // ways, 128)
+    h_pad = _round_up(hidden, 256)
+    n = local * num_layers
+
+    def t(name: str, rows: int, cols: int) -> WeightTensor:
+        return WeightTensor(f"{prefix}.{name}", "expert", rows, cols, n, False, "uint8", allocations=num_layers)
+
+    return [
+        t("w13_weight", 2 * i_pad, h_pad // 2), t("w13_weight_scale", 2 * i_pad, -(-h_pad // 32)),
+        t("w2_weight", h_pad, i_pad // 2), t("w2_weight_scale", h_pad, -(-i_pad // 32)),
+    ]
 
 
 @register
@@ -383,14 +414,23 @@ class DeepseekV4(Adapter):
                                  in_features_full=q_lora),
                     WeightTensor("attn.indexer.weights_proj", "linear", ih, h, len(idx), False),
                 ]
-            experts = int(self._t("n_routed_experts"))
             moe_inter = int(self._t("moe_intermediate_size"))
-            out.append(WeightTensor("ffn.gate", "router", experts, h, n))
-            out.append(WeightTensor("ffn.gate.bias", "router", experts, 1, n, dtype="float32"))
+            by_experts: dict[int, int] = {}
+            for i in layers:
+                e = self.routed_experts(i)
+                by_experts[e] = by_experts.get(e, 0) + 1
+            for experts, count in by_experts.items():
+                tag = "" if len(by_experts) == 1 else f"[{experts} experts]"
+                out.append(WeightTensor(f"ffn.gate{tag}", "router", experts, h, count))
+                out.append(WeightTensor(f"ffn.gate.bias{tag}", "router", experts, 1, count, dtype="float32"))
+                if self.mxfp4_experts():
+                    out += mxfp4_expert_tensors(f"ffn.experts{tag}", num_experts=experts, hidden=h,
+                                                inter=moe_inter, num_layers=count, ctx=ctx)
+                else:
+                    out += moe_expert_tensors(f"ffn.experts{tag}", num_experts=experts, hidden=h, inter=moe_inter,
+                                              num_layers=count, ctx=ctx)
             out += shared_expert_tensors("ffn.shared_experts", shared=int(text.get("n_shared_experts") or 0),
                                          moe_inter=moe_inter, hidden=h, num_layers=n, ctx=ctx)
-            out += moe_expert_tensors("ffn.experts", num_experts=experts, hidden=h, inter=moe_inter,
-                                      num_layers=n, ctx=ctx)
             hc = int(text.get("hc_mult", 1) or 1)
             if hc > 1:
                 mix = (2 + hc) * hc
@@ -399,7 +439,32 @@ class DeepseekV4(Adapter):
         if last:
             out.append(WeightTensor("model.norm", "norm", h, 1))
             out.append(WeightTensor("lm_head", "lm_head", vocab_rows, h))
+            out += self.drafter_head_tensors(ctx)
         return out
+
+    def routed_experts(self, layer: int) -> int:
+        """Routed experts of ``layer``'s MoE block (the backbone's count)."""
+        return int(self._t("n_routed_experts"))
+
+    def mxfp4_experts(self) -> bool:
+        """Whether the routed experts load as MXFP4: an fp8 checkpoint whose ``expert_dtype`` (read
+        from the top-level config, default "fp4") is "fp4" routes them to Mxfp4MoEMethod
+        (vllm/models/deepseek_v41/quant_config.py::DeepseekV4FP8Config.expert_dtype /
+        get_quant_method, 0.33.0); "fp8" (Flash-Base) keeps block-fp8 experts."""
+        qc = self.config.quantization_config or {}
+        if str(qc.get("quant_method", "")).lower() != "fp8":
+            return False
+        if str(qc.get("moe_quant_algo") or "").upper() == "NVFP4":
+            return False  # ModelOpt NVFP4 experts: priced by the checkpoint's scheme
+        return str(self.config.raw.get("expert_dtype") or "fp4") == "fp4"
+
+    def drafter_head_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
+        """Drafter tensors besides its decoder layers (none for MTP here)."""
+        return []
+
+    def builds_drafter(self, method: str) -> bool:
+        """V4.1 builds its DSpark drafter from its own config (see DeepseekV41)."""
+        return method in (("dspark",) if self.is_v41 else ("mtp",))
 
     def notes(self) -> tuple[str, ...]:
         return (
@@ -498,6 +563,55 @@ class DeepseekV41(DeepseekV4):
                     dtype_bytes=4, head_size_v=0,
                 )
         return specs
+
+    # -- the DSpark drafter -----------------------------------------------------------------
+    def routed_experts(self, layer: int) -> int:
+        """DSpark's draft layers (indices past the backbone) route over
+        ``dspark_n_routed_experts`` (vllm/models/deepseek_v41/nvidia/model.py::
+        DeepseekV4MoE.__init__, 0.33.0)."""
+        if layer >= self.config.num_hidden_layers:
+            return int(self.config.text.get("dspark_n_routed_experts") or 0) or super().routed_experts(layer)
+        return super().routed_experts(layer)
+
+    def drafter_head_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
+        """The DSpark drafter's tensors besides its ``num_nextn_predict_layers`` decoder layers
+        (which :meth:`weight_tensors` lists with the backbone's, at ``dspark_n_routed_experts``),
+        on the last stage while speculating.  Mirrors
+        vllm/models/deepseek_v41/nvidia/dspark.py::DSparkDeepseekV4Model.__init__ and
+        vllm/model_executor/models/qwen3_dspark.py::DSparkMarkovHead / DSparkConfidenceHead
+        (0.33.0):
+
+        * ``main_proj``: ReplicatedLinear(hidden x len(dspark_target_layer_ids) -> hidden),
+          under the checkpoint's quantization; ``main_norm`` and ``norm`` (RMSNorm, hidden);
+        * ``markov_head.markov_w1``: nn.Embedding(vocab, dspark_markov_rank), whole on every
+          rank; ``markov_w2``: ParallelLMHead(draft_vocab, rank, disable_tp) (rows padded to 64,
+          unquantized);
+        * ``confidence_head.proj``: ReplicatedLinear(hidden + rank -> 1) in float32;
+        * the embedding and LM head are the target's (aliased at load: ``has_own_embed_tokens``
+          and ``has_own_lm_head`` are False), and the extra top-k index buffer is a profile-time
+          buffer (:meth:`extra_activation_bytes`), so neither counts here.
+        """
+        if not self.num_draft_layers(ctx):
+            return []
+        text = self.config.text
+        h = self.config.hidden_size
+        targets = text.get("dspark_target_layer_ids")
+        rank = text.get("dspark_markov_rank")
+        if not isinstance(targets, list) or not targets or not isinstance(rank, int) or rank <= 0:
+            raise UsageError("config.json lacks dspark_target_layer_ids / dspark_markov_rank, which the DSpark "
+                             "drafter needs", hint="speculate with a method the checkpoint ships (or none)")
+        vocab = self.config.vocab_size
+        draft_vocab = int(text.get("draft_vocab_size") or vocab)
+        fan_in = h * len(targets)
+        out = [
+            WeightTensor("dspark.main_proj", "linear", h, fan_in, 1, True, in_features_full=fan_in),
+            WeightTensor("dspark.main_norm+norm", "norm", h, 1, 2),
+            WeightTensor("dspark.markov_head.markov_w1", "embedding", vocab, rank),
+            WeightTensor("dspark.markov_head.markov_w2", "lm_head", pad_vocab(draft_vocab), rank),
+        ]
+        if text.get("enable_confidence_head", True):
+            out.append(WeightTensor("dspark.confidence_head.proj", "linear", 1, h + rank, 1, False, dtype="float32"))
+        return out
 
     def _index_source_ratios(self, layers: list[int]) -> list[int]:
         idx = set(self.index_sources())

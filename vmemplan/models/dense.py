@@ -83,13 +83,12 @@ class LlamaLike(Adapter):
         return pp_layer_range(self.config.num_hidden_layers, ctx.pipeline_parallel_size, ctx.pipeline_rank)
 
     def sliding_window_for_layer(self, index: int) -> int | None:
-        """The window of layer ``index``, from ``layer_types`` as vLLM's Llama reads it."""
-        layer_types = self.config.text.get("layer_types")
-        if isinstance(layer_types, list) and index < len(layer_types):
-            if layer_types[index] == "sliding_attention":
-                window = self.config.text.get("sliding_window")
-                return int(window) if isinstance(window, int) else None
-        return None
+        """The window of layer ``index``: its own from ``layer_types``, else the model-level
+        ``CacheConfig.sliding_window`` a config without ``layer_types`` gets (Phi-3, Phi-3.5-MoE,
+        Mistral-7B-v0.1).  See :mod:`vmemplan.models.sliding`."""
+        from vmemplan.models.sliding import layer_sliding_window
+
+        return layer_sliding_window(self.config.text, index, self.config.num_hidden_layers)
 
     # -- weights ------------------------------------------------------------------
     def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
@@ -191,8 +190,18 @@ class Qwen2(LlamaLike):
         return False
 
     def sliding_window_for_layer(self, index: int) -> int | None:
-        # Qwen2 configs carry sliding_window but use_sliding_window is false in every released
-        # checkpoint; vLLM ignores the window unless layer_types asks for it.
+        """Qwen2 configs carry ``sliding_window`` but keep it only with ``use_sliding_window``
+        (false in every released checkpoint).  vLLM's Qwen2Model refuses a window on only some
+        layers (``max_window_layers`` below the layer count: vllm/model_executor/models/
+        qwen2.py::Qwen2Model.__init__, 0.33.0)."""
+        from vmemplan.core.errors import UsageError
+        from vmemplan.models.sliding import config_layer_types
+
+        types = config_layer_types(self.config.text, self.config.num_hidden_layers)
+        if types is not None and len(set(types)) > 1:
+            raise UsageError("this Qwen2 config puts a sliding window on only some layers "
+                             "(use_sliding_window with max_window_layers below num_hidden_layers)",
+                             hint="vLLM refuses it too (Qwen2Model asserts max_window_layers == num_hidden_layers)")
         return super().sliding_window_for_layer(index)
 
 

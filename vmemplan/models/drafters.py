@@ -13,7 +13,7 @@ from vmemplan.core.errors import UsageError
 from vmemplan.core.graph import GraphContext, WeightTensor
 from vmemplan.core.kv_specs import FullAttentionSpec, kv_dtype_bytes
 from vmemplan.core.units import dtype_bytes
-from vmemplan.laws.speculative import KV_FREE_METHODS, SpeculativeConfig
+from vmemplan.laws.speculative import KV_FREE_METHODS, TARGET_BUILT_METHODS, SpeculativeConfig
 from vmemplan.model_config import ModelConfig
 from vmemplan.models.base import adapter_for
 from vmemplan.models.dense import pad_vocab
@@ -50,11 +50,12 @@ def drafter_weight_tensors(spec: SpeculativeConfig | None, target: ModelConfig, 
       vocabulary, an int64 ``draft_id_to_target_id`` map.
     * draft model: the drafter's own adapter at ``draft_tensor_parallel_size`` (default the
       target's tp).
-    * MTP, ngram, suffix, custom: none here (MTP layers belong to the target adapter).
+    * MTP, DSpark, ngram, suffix, custom: none here (MTP layers and DeepSeek-V4.1's DSpark
+      drafter belong to the target adapter).
     Only the last pipeline stage holds a drafter (vLLM runs it with the sampler).
     """
 
-    if spec is None or spec.method in KV_FREE_METHODS or spec.method == "mtp":
+    if spec is None or spec.method in KV_FREE_METHODS or spec.method in TARGET_BUILT_METHODS:
         return []
     if ctx.pipeline_rank != ctx.pipeline_parallel_size - 1:
         return []
@@ -69,7 +70,7 @@ def drafter_weight_tensors(spec: SpeculativeConfig | None, target: ModelConfig, 
                 for t in adapter_for(d).weight_tensors(dctx)]
     if spec.method not in ("eagle", "eagle3"):
         raise UsageError(f"drafter weights for method {spec.method} are not modelled",
-                         hint="supported: eagle, eagle3, mtp (target adapters), draft_model, ngram")
+                         hint="supported: eagle, eagle3, mtp and dspark (target adapters), draft_model, ngram")
     d = _draft_cfg(spec, target, draft)
     n = _head_layers(spec, target, draft)
     h, hd = d.hidden_size, d.head_dim
@@ -121,7 +122,7 @@ def drafter_kv_specs(spec: SpeculativeConfig | None, target: ModelConfig, ctx: G
     specs under a ``draft_model.`` prefix.
     """
 
-    if spec is None or not spec.adds_kv or spec.method == "mtp":
+    if spec is None or not spec.adds_kv or spec.method in TARGET_BUILT_METHODS:
         return {}
     if ctx.pipeline_rank != ctx.pipeline_parallel_size - 1:
         return {}

@@ -68,8 +68,10 @@ class GptOss(_WindowedBase):
                              in_features_full=h),
                 WeightTensor("mlp.experts.w2_weight", "expert", h, inter, n * local, True,
                              in_features_full=cfg.intermediate_size),
-                WeightTensor("mlp.experts.w13_bias", "bias", 2 * inter, 1, n * local),
-                WeightTensor("mlp.experts.w2_bias", "bias", h, 1, n * local),
+                # expert biases follow the MXFP4 backend's padding and dtype (the scheme prices
+                # them: float32 on Triton), so they are expert tensors the scheme applies to
+                WeightTensor("mlp.experts.w13_bias", "expert", 2 * inter, 1, n * local, True),
+                WeightTensor("mlp.experts.w2_bias", "expert", h, 1, n * local, True),
                 WeightTensor("rotary_emb.cos_sin_cache", "buffer",
                              _rope_positions(cfg.text, cfg.rope_scaling(), cfg.max_position_embeddings),
                              cfg.head_dim, dtype="float32"),

@@ -366,6 +366,20 @@ class HybridAdapter(Adapter):
         abstract.py::get_mamba_prefill_checkpoint_alignment, 0.33.0).  Default: none."""
         return None
 
+    def prefill_checkpoint_blocks(self, ctx: GraphContext, mode: str) -> int:
+        """Prefill-checkpoint pages one recurrent layer's ``MambaSpec`` holds a request in
+        "align" mode (``num_prefill_checkpoint_blocks``; 0 in the other modes, where
+        MambaSpec.max_memory_usage_bytes ignores them).
+
+        Independent of :meth:`prefill_checkpoint_alignment`: a layer may hold the page and
+        still declare no alignment (Mamba-2), in which case the block-size alignment is
+        untouched.  Default: one page exactly when the layers export aligned checkpoints
+        (QwenGatedDeltaNetAttention.get_kv_cache_spec, the FlashKDA layers, 0.33.0); Mamba-1
+        (MambaMixer), short convolutions (ShortConv) and the Kimi gated-delta layers use
+        MambaBase.get_kv_cache_spec unchanged (0) (vllm/model_executor/layers/mamba/, 0.33.0).
+        """
+        return 1 if (mode == "align" and self.prefill_checkpoint_alignment(ctx, mode)) else 0
+
     # -- derived facts ------------------------------------------------------------------
     def layer_range(self, ctx: GraphContext) -> tuple[int, int]:
         return pp_layer_range(len(self.layer_kinds()), ctx.pipeline_parallel_size, ctx.pipeline_rank)
@@ -459,15 +473,16 @@ class HybridAdapter(Adapter):
 
         The attention block size is ``ctx.block_size`` raised by the hybrid alignment (a no-op
         when the planner already resolved it); the mamba page is padded to the attention page;
-        in "align" mode the recurrent layers of a gated-delta model on FlashInfer's prefill
-        kernel also hold one prefill-checkpoint page.  See :meth:`kv_cache_specs_for`.
+        in "align" mode the recurrent layers that export prefill checkpoints (Mamba-2; gated
+        delta on FlashInfer's prefill kernel) also hold one prefill-checkpoint page
+        (:meth:`prefill_checkpoint_blocks`).  See :meth:`kv_cache_specs_for`.
         """
         mode = self.mamba_cache_mode(ctx)
         block, padded = ctx.block_size, None
         if self.num_attention_layers() and self.num_recurrent_layers():
             al = self.hybrid_alignment(ctx, ctx.block_size)
             block, padded = al.block_size, al.mamba_page_size_padded
-        ckpt = 1 if (mode == "align" and self.prefill_checkpoint_alignment(ctx, mode)) else 0
+        ckpt = self.prefill_checkpoint_blocks(ctx, mode)
         return self.kv_cache_specs_for(ctx, block_size=block, mamba_cache_mode=mode,
                                        mamba_page_size_padded=padded, prefill_checkpoint_blocks=ckpt)
 

@@ -23,7 +23,11 @@ from vmemplan.models.hybrid import (
     state_dtypes,
 )
 
-__all__ = ["Jamba", "NemotronH", "mamba2_mixer_tensors"]
+__all__ = ["Jamba", "NemotronH", "mamba2_mixer_tensors", "MAMBA2_CHECKPOINT_SINCE"]
+
+#: first release whose MambaMixer2.get_kv_cache_spec sets ``num_prefill_checkpoint_blocks=1``
+#: (read from the wheels: absent in 0.21.0, 0.26.0, 0.28.0, 0.30.0 and 0.31.0; present in 0.32.0, 0.33.0)
+MAMBA2_CHECKPOINT_SINCE: tuple[int, ...] = (0, 32)
 
 
 def _int(text, key: str) -> int:
@@ -278,6 +282,16 @@ class NemotronH(HybridAdapter):
             conv_dtype=conv,
             ssm_dtype=ssm,
         )
+
+    def prefill_checkpoint_blocks(self, ctx: GraphContext, mode: str) -> int:
+        """One prefill-checkpoint page per Mamba-2 layer in "align" mode from
+        :data:`MAMBA2_CHECKPOINT_SINCE` on: MambaMixer2.get_kv_cache_spec sets
+        ``num_prefill_checkpoint_blocks=1`` (and a spec alignment of 1 token) while
+        MambaMixer2 declares no ``get_prefill_checkpoint_alignment``, so the page is charged
+        (MambaSpec.max_memory_usage_bytes: 2 + speculative + 1) but the platform's hybrid
+        block-size alignment is unchanged (vllm/model_executor/layers/mamba/mamba_mixer2.py,
+        abstract.py::get_mamba_prefill_checkpoint_alignment, 0.33.0)."""
+        return 1 if (mode == "align" and ctx.at_least(*MAMBA2_CHECKPOINT_SINCE)) else 0
 
     def validate_parallel(self, ctx: GraphContext) -> None:
         super().validate_parallel(ctx)

@@ -112,8 +112,9 @@ class _GatedDeltaHybrid(HybridAdapter):
         mode, else None.  FlashInfer is picked on SM 9.0 always and on SM 10.x / 12.x with
         ``linear_key_head_dim == 128`` (the 0.33.0 wheel is built for CUDA 13).  Mirrors
         qwen_gdn_linear_attn.py::_resolve_gdn_prefill_backend and
-        QwenGatedDeltaNetAttention.get_prefill_checkpoint_alignment (0.33.0)."""
-        if mode != "align":
+        QwenGatedDeltaNetAttention.get_prefill_checkpoint_alignment (0.33.0; the 0.32.0
+        gated-delta layers export no checkpoint)."""
+        if mode != "align" or not ctx.at_least(0, 33):
             return None
         sm = ctx.sm_major
         if sm == 9 or (sm in (10, 12) and self._t("linear_key_head_dim") == 128):
