@@ -271,6 +271,25 @@ def _profile_tokens(req: ResolvedRequest) -> int:
     return req.max_num_batched_tokens
 
 
+def _moe_shape(req: ResolvedRequest) -> Any:
+    """The MoE shapes the fused-MoE workspaces are sized by (laws/activation.py::MoeShape).
+
+    Expert widths are split over the tensor-parallel ranks, or kept whole under expert
+    parallelism (vllm/model_executor/layers/fused_moe/config.py::FusedMoEParallelConfig.make)."""
+    from vmemplan.laws.activation import moe_shape_from_config
+
+    text = req.config.text
+    def _n(key: str) -> int:
+        v = text.get(key)
+        return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else 0
+    dense_layers = (_n("first_k_dense_replace") > 0 or _n("interleave_moe_layer_step") > 1
+                    or _n("decoder_sparse_step") > 1 or _n("moe_layer_freq") > 1
+                    or _n("expert_layer_period") > 1 or bool(text.get("mlp_only_layers")))
+    moe_tp = 1 if req.inputs.enable_expert_parallel else req.tensor_parallel_size
+    return moe_shape_from_config(text, moe_tp_size=moe_tp, hidden_size=req.config.hidden_size,
+                                 dense_layers=dense_layers)
+
+
 def _activation(req: ResolvedRequest, graph: ModelGraph, prov: list[Provenance]) -> ActivationEstimate:
     from vmemplan.laws import activation as act_law
 
@@ -287,7 +306,7 @@ def _activation(req: ResolvedRequest, graph: ModelGraph, prov: list[Provenance])
         tensor_parallel_size=req.tensor_parallel_size, max_num_batched_tokens=profile_tokens,
         max_num_seqs=req.max_num_seqs, dtype_bytes=width,
         constants=cost.activation_constants(version, engine=engine, sampler_path=req.inputs.sampler),
-        extra_model_buffers_bytes=extra_act,
+        extra_model_buffers_bytes=extra_act, moe=_moe_shape(req) if adapter.family == "moe" else None,
     )
     if req.runner == "pooling":
         # A pooling (embedding, scoring) model's profile run ends in the pooler, not the
