@@ -246,7 +246,29 @@ def _is_uniform_type(specs: Mapping[str, Spec]) -> bool:
     and one registered base type (full attention incl. MLA; window of one size;
     window-MLA of one size and replay policy; chunk of one size; circular buffer;
     Mamba with equal speculative/checkpoint blocks and page; cross attention)."""
-    values = list(specs.values())
+    return _uniform_type_values(_distinct(list(specs.values())))
+
+
+def _bucket_by_uniform_type(specs: Mapping[str, Spec]) -> list[dict[str, Spec]]:
+    """Layers bucketed greedily, in order, by uniform type (each layer joins the first bucket it
+    keeps uniform); a bucket's distinct specs are compared, so the cost does not grow with depth."""
+    buckets: list[dict[str, Spec]] = []
+    kinds: list[list[Spec]] = []  # each bucket's distinct specs
+    for name, spec in specs.items():
+        for bucket, distinct in zip(buckets, kinds):
+            candidate = distinct if spec in distinct else [*distinct, spec]
+            if _uniform_type_values(candidate):
+                bucket[name] = spec
+                if candidate is not distinct:
+                    distinct.append(spec)
+                break
+        else:
+            buckets.append({name: spec})
+            kinds.append([spec])
+    return buckets
+
+
+def _uniform_type_values(values: Sequence[Spec]) -> bool:
     if not values:
         return False
     if len({s.block_size for s in values}) > 1:
@@ -415,14 +437,7 @@ def _packed_groups(specs: dict[str, Spec]) -> list[tuple[list[str], Spec]]:
     repeat pattern exists) are split so a group never widens the block beyond the
     widest other group ("anchor").  Mirrors ``_get_packed_kv_cache_groups`` (0.33.0).
     """
-    buckets: list[dict[str, Spec]] = []
-    for name, spec in specs.items():
-        for bucket in buckets:
-            if _is_uniform_type({**bucket, name: spec}):
-                bucket[name] = spec
-                break
-        else:
-            buckets.append({name: spec})
+    buckets = _bucket_by_uniform_type(specs)
 
     bucketed = []
     for bucket in buckets:
@@ -917,14 +932,7 @@ def plan_pool_ungrouped(layer_specs: Mapping[str, Spec], available_bytes: int, c
     specs = _with_retained_tokens(layer_specs, ctx)
     if not specs:
         return plan_pool_from_groups((), available_bytes, ctx)
-    buckets: list[dict[str, Spec]] = []
-    for name, spec in specs.items():
-        for bucket in buckets:
-            if _is_uniform_type({**bucket, name: spec}):
-                bucket[name] = spec
-                break
-        else:
-            buckets.append({name: spec})
+    buckets = _bucket_by_uniform_type(specs)
     raw: list[tuple[list[str], Spec]] = [(list(b), UniformTypeKVCacheSpecs.of(b)) for b in buckets]
     groups = _make_groups(raw, block_outermost=True)
     per_request = _blocks_per_request(groups, ctx)
