@@ -55,11 +55,11 @@ def load_cases(path: Path = CASES) -> list[dict]:
     return yaml.safe_load(path.read_text(encoding="utf-8"))
 
 
-def plan_case(case: dict):
+def resolve_case(case: dict):
+    """The resolved request of a corpus case: the log's model, GPU, flags and release."""
     from vmemplan.registry import load_registry
     from vmemplan.resolve import PlanInputs, resolve
     from vmemplan.sources import ModelSource, load_model_source
-    from vmemplan.planner import plan_memory
 
     reg = load_registry()
     ref = case["config"]
@@ -72,7 +72,13 @@ def plan_case(case: dict):
         source = load_model_source(ref, bundled_dir=reg.models_dir)
     inputs = PlanInputs(model=source.model_id, gpu=case["gpu"], vllm_version=str(case["vllm_version"]),
                         **case.get("flags", {}))
-    return plan_memory(resolve(inputs, registry=reg, source=source))
+    return resolve(inputs, registry=reg, source=source)
+
+
+def plan_case(case: dict):
+    from vmemplan.planner import plan_memory
+
+    return plan_memory(resolve_case(case))
 
 
 def run(path: Path = CASES) -> list[Row]:

@@ -586,6 +586,9 @@ def assemble(req: ResolvedRequest, graph: ModelGraph, over: Overheads, bud: Budg
     """Put the steps' figures and their provenance into one frozen :class:`MemoryPlan`."""
     prov = (*graph.provenance, *over.provenance, *bud.provenance, *_pool_provenance(req, kv_pool))
     cfg = req.config
+    band = _band(req, over, bud, kv_pool, result)
+    result = replace(result, outcome=band.outcome if band is not None else
+                     ("starts" if result.starts else "does_not_start"))
     return MemoryPlan(
         model_id=req.source.model_id, model_source=req.source.source, architecture=cfg.architecture or cfg.model_type,
         gpu_id=req.gpu.id, gpu_name=req.gpu.name, gpu_total_memory_bytes=bud.total_bytes,
@@ -593,8 +596,37 @@ def assemble(req: ResolvedRequest, graph: ModelGraph, over: Overheads, bud: Budg
         defaulted=req.defaulted, per_rank=bud.fullest, kv_cache=_kv_summary(req, kv_pool), verdict=result,
         provenance=tuple(prov), warnings=tuple(req.warnings) + tuple(warnings),
         ranks=bud.ranks if req.pipeline_parallel_size > 1 else (), parameters=graph.parameters, pool=kv_pool,
-        notes=tuple(req.source.notes) + tuple(req.notes), rules=req.rules,
+        notes=tuple(req.source.notes) + tuple(req.notes), rules=req.rules, band=band,
     )
+
+
+def _band(req: ResolvedRequest, over: Overheads, bud: Budget, kv_pool: PoolPlan, result: Verdict) -> Any:
+    """The error band on the estimated KV figures (vmemplan/laws/bands.py), or None when the
+    figures are exact (``--kv-cache-memory``) or the registry has no band data.  The ends are
+    re-sized over the fullest rank's KV cache groups."""
+    data = req.registry.bands
+    if bud.kv_cache_memory_given or data is None or req.registry.cost_model is None:
+        return None
+    from vmemplan.laws import bands as band_law
+    from vmemplan.laws.kv_pool import plan_pool_from_groups
+
+    era = req.registry.cost_model.era_for(req.vllm_version, engine=req.rules.engine).id
+    width = band_law.band_width(data, era=era, family=req.adapter.family)
+    fullest = bud.fullest
+    # the checks that do not depend on the KV figure (verdict(), above)
+    others_ok = (bud.requested_bytes + over.pre_budget.total_bytes <= bud.total_bytes
+                 and fullest.weights_bytes <= bud.requested_bytes)
+
+    def resize(avail: int) -> tuple[int, int, float, bool, PoolPlan]:
+        if kv_pool.ctx is None:
+            return kv_pool.num_blocks, kv_pool.kv_cache_tokens, kv_pool.max_concurrency, result.starts, kv_pool
+        p = plan_pool_from_groups(kv_pool.groups, avail, kv_pool.ctx)
+        return (p.num_blocks, p.kv_cache_tokens, p.max_concurrency,
+                others_ok and avail > 0 and p.fits_one_request, p)
+
+    return band_law.kv_band(available_kv_cache_bytes=fullest.available_kv_cache_bytes,
+                            requested_bytes=bud.requested_bytes, width=width, resize=resize,
+                            central_starts=result.starts)
 
 
 def tail(req: ResolvedRequest, graph: ModelGraph, over: Overheads, measured: Measured | None = None,

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import enum
 import functools
 import inspect
 import typing
 from collections.abc import Callable
 from typing import Annotated, Any, Optional
 
+import click
 import typer
 
 from vmemplan.cli._common import gpu_completion, model_completion
@@ -57,6 +59,14 @@ MinConcurrencyOpt = Annotated[Optional[int], typer.Option(
 MinKvTokensOpt = Annotated[Optional[int], typer.Option(
     "--min-kv-tokens", min=1, help="Gate: fail (exit 3) unless the KV cache holds this many tokens.",
     show_default=False)]
+class GateOn(str, enum.Enum):
+    central = "central"
+    low = "low"
+
+
+GateOnOpt = Annotated[GateOn, typer.Option(
+    "--gate-on", help="Which end of the error band the gates (--min-concurrency, --min-kv-tokens) read: "
+    "central (the estimate) or low (the band's low end; a plan that may not start then fails).")]
 ReferenceTokensOpt = Annotated[Optional[int], typer.Option(
     "--request-tokens", min=1, help="Request length (prompt + output) the binding limit and the gates are read at "
     "[default: prompt + output, else max_model_len].", show_default=False)]

@@ -9,7 +9,8 @@ import typer
 
 from vmemplan.cli._common import console, emit, reports_errors
 from vmemplan.cli._options import (
-    ArrivalOpt, GpuOpt, ImageSizeOpt, ImagesOpt, LengthsOpt, MinConcurrencyOpt, MinKvTokensOpt, ModelArg,
+    ArrivalOpt, GpuOpt, ImageSizeOpt, ImagesOpt, LengthsOpt, GateOn, GateOnOpt, MinConcurrencyOpt, MinKvTokensOpt,
+    ModelArg,
     NoColorOpt, OutputTokensOpt, PromptTokensOpt, ReferenceTokensOpt, RequestsOpt, SeedOpt, SimulateOpt,
     VideoFramesOpt, VideosOpt, VideoSizeOpt, with_engine_flags,
 )
@@ -104,6 +105,7 @@ def concurrency(
     seed: SeedOpt = 0,
     min_concurrency: MinConcurrencyOpt = None,
     min_kv_tokens: MinKvTokensOpt = None,
+    gate_on: GateOnOpt = GateOn.central,
     output_format: str = typer.Option("table", "--format", "-f", help="table or json."),
     no_color: NoColorOpt = False,
     *,
@@ -200,12 +202,22 @@ def concurrency(
 
         report_error(f"vLLM would not start: {plan.verdict.reason}")
         raise typer.Exit(3)
-    check_gates(plan, report, min_concurrency, request_tokens or reference, min_kv_tokens)
+    check_gates(plan, report, min_concurrency, request_tokens or reference, min_kv_tokens, gate_on.value)
 
 
-def check_gates(plan: Any, report: Any, min_concurrency: int | None, at_tokens: int, min_kv_tokens: int | None) -> None:
-    """Raise TargetNotMet (exit 3) when a gate fails."""
+def check_gates(plan: Any, report: Any, min_concurrency: int | None, at_tokens: int, min_kv_tokens: int | None,
+                gate_on: str = "central") -> None:
+    """Raise TargetNotMet (exit 3) when a gate fails.  ``gate_on="low"`` reads the error band's
+    low end (vmemplan/laws/bands.py::low_end) and fails a plan that may not start."""
     from vmemplan.concurrency import concurrency_at
+
+    if gate_on == "low" and (min_concurrency is not None or min_kv_tokens is not None):
+        from vmemplan.laws.bands import low_end
+
+        if plan.verdict.outcome == "may_not_start":
+            raise TargetNotMet("target not met: vLLM may not start at the low end of the error band",
+                               hint="drop --gate-on low to gate on the central estimate")
+        plan = low_end(plan)
 
     if min_concurrency is not None:
         have = concurrency_at(plan, at_tokens)

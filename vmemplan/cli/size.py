@@ -8,7 +8,8 @@ import typer
 
 from vmemplan.cli._common import console, emit, reports_errors
 from vmemplan.cli._options import (
-    GpuOpt, MinConcurrencyOpt, MinKvTokensOpt, ModelArg, NoColorOpt, RequestTokensOpt, with_engine_flags,
+    GateOn, GateOnOpt, GpuOpt, MinConcurrencyOpt, MinKvTokensOpt, ModelArg, NoColorOpt, RequestTokensOpt,
+    with_engine_flags,
 )
 from vmemplan.render import OutputFormat
 
@@ -24,6 +25,7 @@ def size(
     no_color: NoColorOpt = False,
     min_concurrency: MinConcurrencyOpt = None,
     min_kv_tokens: MinKvTokensOpt = None,
+    gate_on: GateOnOpt = GateOn.central,
     *,
     engine: dict[str, Any],
 ) -> None:
@@ -62,4 +64,5 @@ def size(
     if min_concurrency is not None or min_kv_tokens is not None:  # gates: exit 3 when not met
         from vmemplan.cli.concurrency import check_gates
 
-        check_gates(plan, None, min_concurrency, request_tokens or plan.engine.max_model_len, min_kv_tokens)
+        check_gates(plan, None, min_concurrency, request_tokens or plan.engine.max_model_len, min_kv_tokens,
+                    gate_on.value)

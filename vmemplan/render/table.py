@@ -117,8 +117,12 @@ def render_table(plan: MemoryPlan) -> RenderableType:
         ("available KV cache", r.available_kv_cache_bytes, kinds.get("available_kv_cache_bytes", "estimated")),
         ("before the budget", r.pre_budget_bytes, "estimated"),
     ]
+    band = plan.band
     for label, n, kind in rows:
-        table.add_row(label, _g(n), f"{n:,}", kind)
+        gib = _g(n)
+        if band is not None and label == "available KV cache":
+            gib += f" ± {band.half_width_bytes / (1 << 30):.2f}"
+        table.add_row(label, gib, f"{n:,}", kind)
     kv = plan.kv_cache
     kvt = Table(title="KV cache", title_justify="left")
     kvt.add_column("figure")
@@ -129,9 +133,13 @@ def render_table(plan: MemoryPlan) -> RenderableType:
         kvt.add_row("why no per-token figure", kv.no_bytes_per_token_reason)
     kvt.add_row("block size (tokens)", str(kv.block_size))
     kvt.add_row("bytes per pool block", f"{kv.page_size_bytes:,}")
-    kvt.add_row("blocks", f"{kv.num_blocks:,}")
-    kvt.add_row("tokens (GPU KV cache size)", f"{kv.tokens:,}")
-    kvt.add_row(f"max concurrency at {e.max_model_len:,} tokens", f"{kv.max_concurrency:.2f}x")
+    def _rng(central: str, pair: tuple | None, fmt: str) -> str:
+        return central if pair is None else f"{central} ({format(pair[0], fmt)} – {format(pair[1], fmt)})"
+
+    kvt.add_row("blocks", _rng(f"{kv.num_blocks:,}", band and band.num_blocks_range, ","))
+    kvt.add_row("tokens (GPU KV cache size)", _rng(f"{kv.tokens:,}", band and band.tokens_range, ","))
+    kvt.add_row(f"max concurrency at {e.max_model_len:,} tokens",
+                _rng(f"{kv.max_concurrency:.2f}x", band and band.max_concurrency_range, ".2f"))
     if kv.groups and len(kv.groups) > 1:
         kvt.add_row("KV cache groups", ", ".join(f"{g.kind}×{g.layers}" for g in kv.groups))
     if kv.sequence_fixed_bytes:
@@ -139,7 +147,13 @@ def render_table(plan: MemoryPlan) -> RenderableType:
     if kv.request_bytes is not None:
         kvt.add_row(f"one {kv.request_tokens:,}-token request", f"{kv.request_bytes:,} bytes")
     v = plan.verdict
-    if v.starts:
+    if v.outcome == "may_not_start":
+        where = "starts" if v.starts else "does not start"
+        verdict = Text(f"? vLLM may not start: the central estimate {where}"
+                       + (f" ({kv.tokens:,} tokens of KV cache)" if v.starts else f" ({v.reason})")
+                       + " but the error band straddles the line"
+                       + (f" (low end: {band.tokens_range[0]:,} tokens)" if band is not None else ""), style="yellow")
+    elif v.starts:
         verdict = Text(f"✔ vLLM would start: {kv.tokens:,} tokens of KV cache, "
                        f"{kv.max_concurrency:.2f}× concurrency at {e.max_model_len:,} tokens", style="green")
     else:
