@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from explain_expected_corpus import EXPECTED, EXPECTED_FAILED_CHECKS
-from vmemplan.explain import explain, parse_log, read_log_bytes, render_text, report_to_json, split_corpus_header
+from vmemplan.explain import explain, parse_log, read_log_bytes, report_to_json, split_corpus_header
 from vmemplan.explain.parse import FIGURE_JSON_KEYS
+from vmemplan.render.explain import render_text
 
 LOG_DIR = Path(__file__).resolve().parent.parent / "fixtures" / "logs"
 LOGS = sorted(LOG_DIR.glob("*.log"))

@@ -7,8 +7,9 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vmemplan.explain import explain, parse_log, read_log_bytes, render_text, report_to_json
+from vmemplan.explain import explain, parse_log, read_log_bytes, report_to_json
 from vmemplan.explain.parse import half_unit_bytes
+from vmemplan.render.explain import render_text
 
 GIB = 2**30
 ESC = "\x1b"

@@ -299,7 +299,8 @@ def plan_flags(**flags: Any) -> Any:
 
 def explain_log_bytes(data: bytes) -> int:
     """Bytes of a log file -> text -> startups -> explanations -> text and JSON renderings."""
-    from vmemplan.explain import explain, parse_log, read_log_bytes, render_text, report_to_json
+    from vmemplan.explain import explain, parse_log, read_log_bytes, report_to_json
+    from vmemplan.render.explain import render_text
 
     startups = parse_log(read_log_bytes(data))
     reports = [explain(s) for s in startups]

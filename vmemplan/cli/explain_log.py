@@ -102,8 +102,8 @@ def explain_log(
 
         vmemplan explain-log server.log --format json
     """
-    from vmemplan.explain import parse_log, read_log_bytes, render_text, report_to_json, split_corpus_header
-    from vmemplan.explain.report import explain_startups
+    from vmemplan.explain import parse_log, read_log_bytes, report_to_json, split_corpus_header
+    from vmemplan.explain.runner import explain_startups
     from vmemplan.explain.whatif import parse_what_if
 
     changes = parse_what_if(what_if or [])
@@ -143,6 +143,8 @@ def explain_log(
             doc["notes"] = [f"only the first {MAX_LOG_BYTES >> 20} MiB of {label} were read"]
         emit(dumps(doc))
         return
+    from vmemplan.render.explain import render_text
+
     out = render_text(reports)
     if truncated:
         out += f"(only the first {MAX_LOG_BYTES >> 20} MiB of {label} were read)\n"

@@ -2,7 +2,7 @@
 
 ``parse`` turns log text into frozen :class:`~vmemplan.explain.parse.Startup` records (one per
 startup attempt in the file); ``explain`` adds plain-words explanations, arithmetic checks and
-suggestions.  Both are pure: text in, frozen values out.  Nothing here imports rich, typer or yaml at
+suggestions (rendered as text by :mod:`vmemplan.render.explain`).  Both are pure: text in, frozen values out.  Nothing here imports rich, typer or yaml at
 module import time.
 """
 
@@ -14,7 +14,6 @@ from vmemplan.explain.explain import (
     Report,
     Suggestion,
     explain,
-    render_text,
     report_to_json,
 )
 from vmemplan.explain.parse import (
@@ -37,7 +36,6 @@ __all__ = [
     "explain",
     "parse_log",
     "read_log_bytes",
-    "render_text",
     "report_to_json",
     "split_corpus_header",
 ]

@@ -4,9 +4,15 @@ A log names its model the way the user passed it: a Hub id (``Qwen/Qwen2.5-7B-In
 name (``Qwen2-7B-Instruct``) or a path on the serving machine (``/model-cache/models/Qwen/Qwen2.5-7B``).
 :func:`link_model` tries, in order and never over the network unless ``allow_hub`` is set:
 
-1. the reference itself (a local path that exists here, a bundled id or alias, the HF cache);
-2. for a path that does not exist here: its last two components as ``org/name`` (bundled or cached);
-3. for a bare name: the one bundled id whose name part equals it (case-insensitive).
+1. the reference itself (a local path that exists here, a bundled id or alias, the HF cache); a path
+   that exists here is a path: when it cannot be read, its load error is the answer;
+2. for a path that does not exist here: its last two components as ``org/name`` (bundled, an alias of
+   a bundled id, or cached);
+3. for a path or a bare name: the one bundled id (or alias) whose name part equals its last component
+   (case-insensitive);
+4. for a name from the log (not ``--model``): the bundled ``-Instruct`` / base sibling of any of these
+   (an ``-Instruct`` model and its base share every layer shape; the note says which config was used,
+   since the context length, and with it the rotary cache, may differ).
 
 What the linked model says the log should show is computed by the plan's own pipeline steps
 (:func:`vmemplan.explain.whatif.model_check_inputs`, :mod:`vmemplan.pipeline`), never here.
@@ -63,12 +69,54 @@ def _candidates(ref: str) -> list[tuple[str, str]]:
     return out
 
 
-def _bundled_by_name(name: str, models_dir: Any) -> str | None:
+_INSTRUCT = "-instruct"
+
+
+def _sibling(model_id: str) -> str:
+    """The ``-Instruct`` model's base, or the base model's ``-Instruct`` (same org)."""
+    if model_id.lower().endswith(_INSTRUCT):
+        return model_id[: -len(_INSTRUCT)]
+    return model_id + "-Instruct"
+
+
+def _bundled_ids(models_dir: Any) -> list[str]:
     from vmemplan.sources import bundled_aliases, list_bundled_models
 
-    ids = list(list_bundled_models(models_dir)) + list(bundled_aliases(models_dir))
-    hits = sorted({i for i in ids if i.split("/")[-1].lower() == name.lower()})
+    return list(list_bundled_models(models_dir)) + list(bundled_aliases(models_dir))
+
+
+def _bundled_by_name(name: str, models_dir: Any) -> str | None:
+    hits = sorted({i for i in _bundled_ids(models_dir) if i.split("/")[-1].lower() == name.lower()})
     return hits[0] if len(hits) == 1 else None
+
+
+def _sibling_candidates(cands: list[tuple[str, str]], models_dir: Any) -> list[tuple[str, str]]:
+    """Bundled ``-Instruct`` / base siblings of the references tried so far (never a guess that is not
+    bundled: with the Hub on, the reference itself is what the Hub is asked for)."""
+    bundled = {i.lower(): i for i in _bundled_ids(models_dir)}
+    tried = {c.lower() for c, _ in cands}
+    out: list[tuple[str, str]] = []
+    for cand, _ in cands:
+        if cand.startswith(("/", "~", ".")) or "\\" in cand:
+            continue
+        sib = _sibling(cand)
+        found = bundled.get(sib.lower()) or _bundled_by_name(sib.split("/")[-1], models_dir)
+        if found is not None and found.lower() not in tried:
+            tried.add(found.lower())
+            kind = "base model" if cand.lower().endswith(_INSTRUCT) else "-Instruct sibling"
+            out.append((found, f"the bundled {kind} of {cand!r}, which is not bundled: same layer shapes,"
+                               " but its max_position_embeddings may differ, and with it the rotary cache"
+                               " vLLM counts with the weights"))
+    return out
+
+
+def _exists_locally(ref: str) -> bool:
+    from pathlib import Path
+
+    try:
+        return Path(ref.strip().strip("'\"")).expanduser().exists()
+    except (OSError, ValueError, RuntimeError):
+        return False
 
 
 def link_model(ref: str | None, *, allow_hub: bool = False, registry: Any = None,
@@ -94,11 +142,16 @@ def link_model(ref: str | None, *, allow_hub: bool = False, registry: Any = None
     first_error: VmemplanError | None = None
     cands = _candidates(ref)
     name = ref.strip().strip("'\"")
-    last = name.replace("\\", "/").rstrip("/").split("/")[-1]
-    if last and (("/" not in name and "\\" not in name) or len(cands) > 1):
-        found = _bundled_by_name(last, models_dir)
-        if found is not None and found not in [c for c, _ in cands]:
-            cands.append((found, f"the only bundled model named {last!r}"))
+    if _exists_locally(name):
+        cands = cands[:1]  # a path that exists here is a path: its own load error is the answer
+    else:
+        last = name.replace("\\", "/").rstrip("/").split("/")[-1]
+        if last and (("/" not in name and "\\" not in name) or len(cands) > 1):
+            found = _bundled_by_name(last, models_dir)
+            if found is not None and found not in [c for c, _ in cands]:
+                cands.append((found, f"the only bundled model named {last!r}"))
+        if not strict:  # --model names exactly the model the user wants checked
+            cands += _sibling_candidates(cands, models_dir)
     for cand, derived in cands:
         tried.append(cand)
         try:

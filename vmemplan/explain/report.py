@@ -1,111 +1,142 @@
-"""One report per logged startup: link its model, run the model cross-checks, apply the what-ifs.
-
-Pure apart from the model link (:func:`vmemplan.explain.model_link.link_model` reads config files).
-"""
+"""The frozen results of explaining one startup: :class:`Check`, :class:`Suggestion`,
+:class:`ExplainedLine` and :class:`Report` (with its JSON contract entry, schema_version 1)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+import math
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping
 
-from vmemplan.errors import UsageError, VmemplanError
-from vmemplan.explain.baseline import resolve_baseline
-from vmemplan.explain.parse import Startup
-from vmemplan.explain.whatif import model_check_inputs, what_if
+from vmemplan.explain.startup import FIGURE_JSON_KEYS, Figures, Startup
 
-if TYPE_CHECKING:
-    from vmemplan.registry import Gpu, Registry
+__all__ = ["SCHEMA_VERSION", "Binding", "Check", "ExplainedLine", "Report", "Suggestion", "report_to_json"]
 
-__all__ = ["header_hints", "explain_startups"]
+SCHEMA_VERSION = 1
 
 
-# --------------------------------------------------------------------------------------------
-# Everything together: one report per startup
-# --------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Check:
+    """One cross-check between figures of the log; ``detail`` shows the arithmetic."""
 
+    name: str
+    ok: bool
+    detail: str
+    rank: int | None = None
 
-def header_hints(header: Mapping[str, Any] | None, registry: Registry) -> dict[str, Any]:
-    """What a corpus-style YAML header (``---`` ... ``---``) adds when the log itself lacks it: the
-    vLLM version, the model id and the GPU (only when the text names a registry GPU exactly)."""
-    out: dict[str, Any] = {}
-    if not header:
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name, "ok": self.ok, "detail": self.detail}
+        if self.rank is not None:
+            out["rank"] = self.rank
         return out
-    from vmemplan.rules import parse_version
 
-    ver = header.get("vllm_version")
-    if ver not in (None, "", "null"):
-        first = str(ver).split()[0].strip(",;()")
-        try:
-            parse_version(first)
-            out["vllm_version"] = first
-        except UsageError:
-            pass
-    model = header.get("model")
-    if isinstance(model, str) and model.strip():
-        out["model"] = model.split(" (")[0].strip()
-    gpu_text = header.get("gpu")
-    if isinstance(gpu_text, str):
-        text = gpu_text.split(" (")[0].strip()
-        if text[:1].isdigit() and "x " in text[:4]:
-            text = text.split("x ", 1)[1]
-        for g in registry.gpus:
-            names = {g.id.lower(), g.name.lower(), *(a.lower() for a in g.aliases), *(n.lower() for n in g.name_variants)}
-            if text.lower() in names:
-                out["gpu"] = g
-                break
+
+@dataclass(frozen=True)
+class Suggestion:
+    """Something the user should act on (``severity`` "warning") or know ("info")."""
+
+    name: str
+    detail: str
+    severity: str = "warning"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "severity": self.severity, "detail": self.detail}
+
+
+@dataclass(frozen=True)
+class ExplainedLine:
+    number: int
+    text: str
+    kind: str
+    rank: int | None
+    explanation: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"number": self.number, "text": self.text, "explanation": self.explanation,
+                "kind": self.kind, "rank": self.rank}
+
+
+@dataclass(frozen=True)
+class Binding:
+    """The rank whose figures set every rank's pool, when it is not the primary rank (rank 0).
+
+    vLLM gives every worker the smallest worker's block count (v1/core/kv_cache_planning.py::
+    get_kv_cache_configs, step 5; V0: executor/distributed_gpu_executor.py::
+    DistributedGPUExecutor.determine_num_available_blocks takes the min over workers), so with
+    pipeline stages of unequal size the fullest stage, not rank 0, decides the pool.  ``basis``
+    names the figure compared: ``kv_cache_tokens`` when the ranks printed their own pool sizes,
+    else ``available_kv_cache_bytes``.
+    """
+
+    rank: int
+    primary_rank: int
+    basis: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"rank": self.rank, "primary_rank": self.primary_rank, "basis": self.basis}
+
+
+@dataclass(frozen=True)
+class Report:
+    startup: Startup
+    lines: tuple[ExplainedLine, ...]
+    checks: tuple[Check, ...]
+    suggestions: tuple[Suggestion, ...]
+    what_if: tuple[Mapping[str, Any], ...] = ()
+    binding: Binding | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``startups[i]`` entry of the JSON contract (schema_version 1)."""
+        s = self.startup
+        out: dict[str, Any] = {
+            "vllm_version": s.vllm_version,
+            "format": s.format,
+            "model": s.model,
+            "outcome": s.outcome,
+            "error": s.error,
+            "ranks": list(s.ranks),
+            "figures": _figures_json(s.figures),
+            "checks": [c.to_json() for c in self.checks],
+            "lines": [ln.to_json() for ln in self.lines],
+            "what_if": [dict(w) for w in self.what_if],
+        }
+        if len(s.ranks) > 1:
+            out["per_rank"] = {str(r): _figures_json(f) for r, f in s.per_rank.items()}
+            out["binding_rank"] = self.binding.to_json() if self.binding is not None else None
+        out["suggestions"] = [x.to_json() for x in self.suggestions]
+        out["preemptions"] = s.preemptions
+        out["errors"] = list(s.errors)
+        out["notes"] = list(s.notes)
+        out["reached"] = s.reached
+        out["first_line"] = s.first_line
+        out["last_line"] = s.last_line
+        out["printed"] = dict(s.figures.printed)
+        out["stats"] = _json_safe(dict(s.stats))
+        out["engine"] = _json_safe(dict(s.engine))
+        return out
+
+
+def _figures_json(f: Figures) -> dict[str, Any]:
+    d = f.to_dict()
+    out = {k: d[k] for k in FIGURE_JSON_KEYS}
+    for k, v in d.items():
+        if k not in out:
+            out[k] = v
     return out
 
 
-def explain_startups(startups: Sequence[Startup], *, registry: Registry, changes: Mapping[str, str] | None = None,
-                     model: str | None = None, allow_hub: bool = False, gpu: Gpu | None = None,
-                     vllm_version: str | None = None, header: Mapping[str, Any] | None = None) -> list[Any]:
-    """Explain every startup: link its model (``model`` = ``--model`` wins over the log's own name,
-    then a corpus header's), run the model cross-checks, and apply ``changes`` as one what-if.
+def _json_safe(value: Any) -> Any:
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if isinstance(value, Mapping):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [_json_safe(v) for v in value]
+    return str(value)
 
-    Returns :class:`vmemplan.explain.explain.Report` objects with ``what_if`` filled.
-    """
-    from dataclasses import replace
 
-    from vmemplan.explain.explain import Suggestion, explain
-    from vmemplan.explain.model_link import link_model
 
-    hints = header_hints(header, registry)
-    version_source = "--vllm-version" if vllm_version else "the file's YAML header"
-    vllm_version = vllm_version or hints.get("vllm_version")
-    gpu = gpu or hints.get("gpu")
-    forced = None
-    if model:
-        forced = link_model(model, allow_hub=allow_hub, registry=registry, strict=True)
-    reports = []
-    for s in startups:
-        if forced is not None:
-            link, link_note = forced
-        else:
-            ref = s.model or hints.get("model")
-            link, link_note = link_model(ref, allow_hub=allow_hub, registry=registry)
-            if link is not None and not s.model:
-                link = replace(link, how=link.how + ", the model named in the file's YAML header")
-                link_note = link.how
-        base = resolve_baseline(s, registry, vllm_version=vllm_version, version_source=version_source, gpu=gpu,
-                                link=link)
-        bpt = weights = None
-        note = link_note
-        if link is not None:
-            try:
-                bpt, weights, note = model_check_inputs(s, link, base, registry=registry, gpu=gpu)
-            except VmemplanError as error:
-                note = f"model checks skipped: {error.message}"
-        report = explain(s, bytes_per_token=bpt, model_weights_bytes=weights)
-        model_checks = ("tokens_vs_available_bytes", "blocks_vs_available_bytes", "weights_vs_model")
-        checks = tuple(replace(c, detail=f"{c.detail} [{note}]") if c.name in model_checks else c
-                       for c in report.checks)
-        suggestions = tuple(report.suggestions)
-        if link is None:
-            suggestions += (Suggestion("model_not_linked", link_note, severity="info"),)
-        elif not any(c.name in model_checks for c in checks):
-            suggestions += (Suggestion("model_linked", note, severity="info"),)
-        what = ()
-        if changes:
-            w = what_if(s, changes, registry=registry, link=link, gpu=gpu, base=base)
-            what = (w.to_json(),)
-        reports.append(replace(report, checks=checks, suggestions=suggestions, what_if=what))
-    return reports
+def report_to_json(reports: Iterable[Report]) -> dict[str, Any]:
+    """The whole JSON document: ``{"schema_version": 1, "startups": [...]}``."""
+    return {"schema_version": SCHEMA_VERSION, "startups": [r.to_json() for r in reports]}

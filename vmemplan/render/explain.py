@@ -1,0 +1,128 @@
+"""Text rendering of explain-log reports: each recognised log line with its plain-words
+explanation, then the checks, the suggestions and the what-ifs.
+
+:mod:`vmemplan.explain.explain` returns frozen data (:class:`~vmemplan.explain.explain.Report`);
+this module only formats it.  No arithmetic beyond unit conversion.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
+from vmemplan.units import GIB
+
+if TYPE_CHECKING:
+    from vmemplan.explain.explain import Report
+    from vmemplan.explain.startup import Figures
+
+__all__ = ["render_text"]
+
+
+def _g(n: int | float | None) -> str:
+    """Bytes as a GiB string with 2 decimals."""
+    if n is None:
+        return "?"
+    return f"{n / GIB:.2f}"
+
+
+def _short(text: str, width: int = 220) -> str:
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def render_text(report: Report | Sequence[Report]) -> str:
+    """Plain text: each recognised log line followed by its indented explanation, then the checks,
+    then the suggestions.  Accepts one report or a list of them."""
+    reports = list(report) if isinstance(report, Sequence) else [report]
+    out: list[str] = []
+    for i, rep in enumerate(reports, 1):
+        s = rep.startup
+        head = f"Startup {i} of {len(reports)}" if len(reports) > 1 else "Startup"
+        out.append(f"{head}: vLLM {s.vllm_version or '(version not in log)'}, format {s.format},"
+                   f" model {s.model or '(not in log)'}, ranks {', '.join(map(str, s.ranks))}: {s.outcome}")
+        if s.error:
+            out.append(f"  error: {s.error}")
+        if rep.binding is not None:
+            out.extend(_render_binding(rep))
+        out.append("")
+        for ln in rep.lines:
+            out.append(f"  {ln.number:>6}: {_short(ln.text)}")
+            if ln.explanation:
+                out.append(f"          {ln.explanation}")
+        out.append("")
+        out.append("Checks:")
+        if not rep.checks:
+            out.append("  (none: the log lacks the figures a check needs)")
+        for c in rep.checks:
+            where = f" (rank {c.rank})" if c.rank is not None else ""
+            out.append(f"  [{'ok' if c.ok else '!!'}] {c.name}{where}: {c.detail}")
+        out.append("")
+        out.append("Suggestions:")
+        if not rep.suggestions:
+            out.append("  (nothing to act on)")
+        for sg in rep.suggestions:
+            out.append(f"  [{sg.severity}] {sg.detail}")
+        out.append("")
+        for w in rep.what_if:
+            out.extend(_render_what_if(w))
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _render_what_if(w: Mapping[str, Any]) -> list[str]:
+    """The what-if block of :func:`render_text`, from its JSON mapping (see vmemplan.explain.whatif)."""
+    changes = ", ".join(f"{k}={v}" for k, v in dict(w.get("changes", {})).items()) or "(no changes)"
+    out = [f"What if {changes}:"]
+    for step in w.get("steps", ()):
+        out.append(f"  - {step}")
+    if w.get("reason"):
+        out.append(f"  cannot say: {w['reason']}")
+    kv = w.get("available_kv_cache_bytes")
+    tokens, conc, starts = w.get("kv_cache_tokens"), w.get("max_concurrency"), w.get("starts")
+    parts = [f"available KV cache {_g(kv)} GiB" if kv is not None else "available KV cache ?"]
+    parts.append(f"{tokens:,} tokens" if tokens is not None else "tokens ?")
+    if conc is not None:
+        parts.append(f"max concurrency {conc:.2f}x")
+    if starts is not None:
+        parts.append("starts" if starts else "does NOT start")
+    out.append("  => " + ", ".join(parts))
+    out.append("  measured (from the log): " + (", ".join(w.get("measured", ())) or "none"))
+    out.append("  estimated: " + (", ".join(w.get("estimated", ())) or "none"))
+    out.append("")
+    return out
+
+
+#: The figures shown side by side for the primary and the binding rank: (label, field, unit).
+_BINDING_ROWS = (
+    ("total GPU memory", "total_memory_bytes", "GiB"),
+    ("weights", "weights_bytes", "GiB"),
+    ("peak torch memory", "peak_torch_bytes", "GiB"),
+    ("activation peak", "activation_peak_bytes", "GiB"),
+    ("non-torch memory", "non_torch_bytes", "GiB"),
+    ("available KV cache", "available_kv_cache_bytes", "GiB"),
+    ("KV cache tokens", "kv_cache_tokens", "tokens"),
+)
+
+
+def _figure_text(f: Figures, name: str, unit: str) -> str:
+    value = getattr(f, name)
+    if value is None:
+        return "-"
+    if unit == "GiB":
+        return f"{f.printed.get(name) or _g(value)} GiB"
+    return f"{value:,}"
+
+
+def _render_binding(rep: Report) -> list[str]:
+    """The binding rank's figures next to the primary rank's (see vmemplan.explain.report.Binding)."""
+    b, s = rep.binding, rep.startup
+    assert b is not None
+    first, bind = s.per_rank[b.primary_rank], s.per_rank[b.rank]
+    what = "KV cache tokens" if b.basis == "kv_cache_tokens" else "available KV cache memory"
+    out = [f"  binding rank: rank {b.rank} has the least {what}; vLLM gives every rank the smallest rank's"
+           f" block count, so rank {b.rank}'s figures, not rank {b.primary_rank}'s, set the pool:"]
+    rows = [(label, _figure_text(first, n, u), _figure_text(bind, n, u)) for label, n, u in _BINDING_ROWS
+            if getattr(first, n) is not None or getattr(bind, n) is not None]
+    head = (f"rank {b.primary_rank}", f"rank {b.rank} (binding)")
+    w0 = max(len(head[0]), *(len(r[1]) for r in rows))
+    out.append(f"    {'':<20} {head[0]:>{w0}}   {head[1]}")
+    out.extend(f"    {label:<20} {a:>{w0}}   {c}" for label, a, c in rows)
+    return out
