@@ -142,3 +142,16 @@ def test_gate_on_low_reads_the_low_end(runner):
     assert runner.invoke(app, base).exit_code == 0
     res = runner.invoke(app, [*base, "--gate-on", "low"])
     assert res.exit_code == 3 and f"{lo_tokens:,}" in res.output
+
+
+def test_sweep_target_gates_on_low_end():
+    from vmemplan.sweep import SweepPoint, Target
+
+    p = SweepPoint(values={}, weights_bytes=1, available_kv_cache_bytes=1, kv_cache_tokens=1000,
+                   max_concurrency=1.0, starts=True, kv_cache_tokens_low=900, outcome="starts")
+    assert Target(min_kv_tokens=950).met(p)
+    assert not Target(min_kv_tokens=950, gate_on="low").met(p)
+    assert Target(min_kv_tokens=900, gate_on="low").met(p)
+    straddles = SweepPoint(values={}, weights_bytes=1, available_kv_cache_bytes=1, kv_cache_tokens=1000,
+                           max_concurrency=1.0, starts=True, kv_cache_tokens_low=0, outcome="may_not_start")
+    assert not Target(min_kv_tokens=1, gate_on="low").met(straddles)
