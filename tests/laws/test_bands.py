@@ -155,3 +155,18 @@ def test_sweep_target_gates_on_low_end():
     straddles = SweepPoint(values={}, weights_bytes=1, available_kv_cache_bytes=1, kv_cache_tokens=1000,
                            max_concurrency=1.0, starts=True, kv_cache_tokens_low=0, outcome="may_not_start")
     assert not Target(min_kv_tokens=1, gate_on="low").met(straddles)
+
+
+def test_table_says_may_not_start_when_the_band_straddles(runner):
+    """Llama-3.1-8B on an L4: a 34,000-token request needs 2,125 blocks; the central estimate has
+    2,044 but the band's high end more, so vLLM may or may not start."""
+    from vmemplan.cli import app
+
+    res = runner.invoke(app, ["size", "meta-llama/Llama-3.1-8B", "--gpu", "l4", "--max-model-len", "34000",
+                              "--no-color", "--format", "json"])
+    d = json.loads(res.output[:res.output.rindex("}") + 1])
+    lo, hi = d["kv_cache"]["num_blocks_range"]
+    assert lo < 2125 <= hi and d["verdict"]["outcome"] == "may_not_start" and d["verdict"]["starts"] is False
+    res = runner.invoke(app, ["size", "meta-llama/Llama-3.1-8B", "--gpu", "l4", "--max-model-len", "34000",
+                              "--no-color"])
+    assert "? vLLM may not start" in res.output and res.exit_code == 3

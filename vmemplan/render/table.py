@@ -152,7 +152,8 @@ def render_table(plan: MemoryPlan) -> RenderableType:
         verdict = Text(f"? vLLM may not start: the central estimate {where}"
                        + (f" ({kv.tokens:,} tokens of KV cache)" if v.starts else f" ({v.reason})")
                        + " but the error band straddles the line"
-                       + (f" (low end: {band.tokens_range[0]:,} tokens)" if band is not None else ""), style="yellow")
+                       + ("" if band is None else f" (low end: {band.tokens_range[0]:,} tokens)" if v.starts
+                          else f" (high end: {band.tokens_range[1]:,} tokens)"), style="yellow")
     elif v.starts:
         verdict = Text(f"✔ vLLM would start: {kv.tokens:,} tokens of KV cache, "
                        f"{kv.max_concurrency:.2f}× concurrency at {e.max_model_len:,} tokens", style="green")
