@@ -587,6 +587,9 @@ def assemble(req: ResolvedRequest, graph: ModelGraph, over: Overheads, bud: Budg
     prov = (*graph.provenance, *over.provenance, *bud.provenance, *_pool_provenance(req, kv_pool))
     cfg = req.config
     band = _band(req, over, bud, kv_pool, result)
+    if band is not None:
+        prov = (*prov, Provenance("available_kv_cache_bytes.band", list(band.available_kv_cache_bytes_range),
+                                  "estimated", band.describe()))
     result = replace(result, outcome=band.outcome if band is not None else
                      ("starts" if result.starts else "does_not_start"))
     return MemoryPlan(

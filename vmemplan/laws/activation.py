@@ -172,7 +172,11 @@ def moe_forward_bytes(
     (vllm/model_executor/layers/fused_moe/router/, fused_topk).  Beside the MoE call the layer
     keeps ``h_buf`` hidden-wide rows per token (residual, input, output), as the dense law does.
     Shared experts (and the dense MLP of non-MoE layers) run before the routed experts and free
-    their intermediates, so the forward's peak is the largest of the three phases::
+    their intermediates, so the forward's peak is the largest of the three phases (0.33.0 runs
+    shared experts on an aux stream beside the routed ones only for batches of at most
+    ``VLLM_SHARED_EXPERTS_STREAM_TOKEN_THRESHOLD`` = 256 tokens,
+    fused_moe/runner/shared_experts.py::SharedExperts._determine_shared_experts_order; the profile
+    run's batch is larger)::
 
         forward = T·h_buf·K·d + max(routed, T·3·I_shared·d, T·3·I_dense·d)
     """

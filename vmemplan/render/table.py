@@ -86,9 +86,12 @@ def render_tree(plan: MemoryPlan) -> RenderableType:
     else:
         tree.add(cg + " (captured after the pool: comes out of the margin)")
     kv = plan.kv_cache
-    budget.add(f"KV cache pool {_g(max(r.available_kv_cache_bytes, 0))} GiB — the remainder: "
+    band = plan.band
+    pm = f" ± {band.half_width_bytes / (1 << 30):.2f}" if band is not None else ""
+    budget.add(f"KV cache pool {_g(max(r.available_kv_cache_bytes, 0))}{pm} GiB — the remainder: "
                f"{kv.num_blocks:,} blocks, {kv.tokens:,} tokens, {kv.max_concurrency:.2f}× at "
-               f"{e.max_model_len:,} tokens")
+               f"{e.max_model_len:,} tokens"
+               + (f" (band: {band.tokens_range[0]:,} – {band.tokens_range[1]:,} tokens)" if band is not None else ""))
     return Group(tree, memory_bar(plan))
 
 
