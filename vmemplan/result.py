@@ -172,6 +172,9 @@ class MemoryPlan:
         if self.band is not None:
             b = self.band
             per_rank["available_kv_cache_bytes_range"] = list(b.available_kv_cache_bytes_range)
+            for r in out.get("ranks", ()):  # every stage's figure carries the same half-width
+                r["available_kv_cache_bytes_range"] = [r["available_kv_cache_bytes"] - b.half_width_bytes,
+                                                       r["available_kv_cache_bytes"] + b.half_width_bytes]
             kv["num_blocks_range"] = list(b.num_blocks_range)
             kv["tokens_range"] = list(b.tokens_range)
             kv["max_concurrency_range"] = list(b.max_concurrency_range)

@@ -170,3 +170,17 @@ def test_table_says_may_not_start_when_the_band_straddles(runner):
     res = runner.invoke(app, ["size", "meta-llama/Llama-3.1-8B", "--gpu", "l4", "--max-model-len", "34000",
                               "--no-color"])
     assert "? vLLM may not start" in res.output and res.exit_code == 3
+
+
+def test_every_pipeline_stage_carries_the_half_width(runner):
+    from vmemplan.cli import app
+
+    res = runner.invoke(app, ["size", "meta-llama/Llama-3.1-70B", "--gpu", "h100", "-pp", "2", "--max-model-len",
+                              "8192", "--format", "json"])
+    d = json.loads(res.output)
+    half = d["band"]["half_width_bytes"]
+    for r in d["ranks"]:
+        assert r["available_kv_cache_bytes_range"] == [r["available_kv_cache_bytes"] - half,
+                                                       r["available_kv_cache_bytes"] + half]
+    assert d["per_rank"]["available_kv_cache_bytes_range"] == min(r["available_kv_cache_bytes_range"]
+                                                                  for r in d["ranks"])
