@@ -55,6 +55,10 @@ __all__ = [
     "concurrency_report",
     "report_from_plan",
     "concurrency_at",
+    "Headline",
+    "headline",
+    "ArrivalRun",
+    "simulate_arrivals",
     "image_tokens",
     "video_tokens",
     "active_parameters",
@@ -317,6 +321,91 @@ def concurrency_at(plan: Any, request_tokens: int) -> int:
     """Effective concurrency of ``plan`` for requests of ``request_tokens`` (0 beyond max_model_len)."""
     rep = report_from_plan(plan, [RequestShape(request_tokens, request_tokens)], reference_tokens=request_tokens)
     return rep.rows[0].effective
+
+
+@dataclass(frozen=True)
+class Headline:
+    """The answer of a plan in one line's worth of data: does vLLM start, how many KV tokens,
+    how many requests of ``context_tokens`` run at once, and which limit binds there."""
+
+    starts: bool
+    kv_cache_tokens: int
+    context_tokens: int
+    concurrency: int
+    binding: Binding | None
+    max_num_seqs: int
+    reason: str | None = None
+    max_model_len_that_fits: int | None = None
+    # the error band (vmemplan/laws/bands.py): the verdict's tri-state and the KV tokens' range
+    outcome: str | None = None
+    kv_cache_tokens_range: tuple[int, int] | None = None
+
+
+def headline(plan: Any, context_tokens: int | None = None) -> Headline:
+    """:class:`Headline` of ``plan`` at ``context_tokens`` (default: its ``max_model_len``)."""
+    e = plan.engine
+    tokens = int(context_tokens or e.max_model_len)
+    v = plan.verdict
+    band = getattr(plan, "band", None)
+    rng = tuple(band.tokens_range) if band is not None else None
+    if not v.starts:
+        return Headline(False, plan.kv_cache.tokens, tokens, 0, None, int(e.max_num_seqs), v.reason,
+                        v.max_model_len_that_fits, v.outcome, rng)
+    rep = report_from_plan(plan, [RequestShape(tokens, tokens)], reference_tokens=tokens)
+    row = rep.rows[0]
+    return Headline(True, plan.kv_cache.tokens, tokens, row.effective, row.binding, int(e.max_num_seqs),
+                    outcome=v.outcome, kv_cache_tokens_range=rng)
+
+
+@dataclass(frozen=True)
+class ArrivalRun:
+    """A simulation run and how its arrivals were set: ``per_step`` is the rate the scheduler
+    saw; ``step_s`` the mean step time that converted a per-second rate (None otherwise)."""
+
+    sim: Any
+    timed: Any
+    arrival: Any
+    step_s: float | None = None
+    rounds: int = 1
+
+
+def simulate_arrivals(config: Any, arrival: Any, specs_for: Callable[[Any], Any],
+                      timing: Callable[[Any], Any] | None, *, rounds: int = 8,
+                      tolerance: float = 0.02, first_step_s: float = 0.02) -> ArrivalRun:
+    """Simulate ``arrival`` (all-at-once, a per-step :class:`~vmemplan.sim.traffic.Rate`, or a
+    per-second :class:`~vmemplan.sim.traffic.PerSecond`).
+
+    The scheduler runs in steps, so a per-second rate needs a step time, and the step time
+    depends on the traffic: start from ``first_step_s``, simulate, take the run's mean time of a
+    busy step (the speed model's time of each step that does work), convert again, and repeat
+    until the step time moves by less than ``tolerance`` (or ``rounds`` runs).  ``specs_for``
+    turns a per-step arrival into the requests; ``timing`` times a run (None: no speed model,
+    and then a per-second rate is refused)."""
+    from vmemplan.sim import simulate
+    from vmemplan.sim.traffic import PerSecond
+
+    if not isinstance(arrival, PerSecond):
+        sim = simulate(config, specs_for(arrival))
+        return ArrivalRun(sim, timing(sim) if timing else None, arrival)
+    if timing is None:
+        raise UsageError("--arrival-rate in requests per second needs the speed model, which this GPU or model lacks",
+                         hint="give the rate per scheduler step instead, e.g. --arrival-rate poisson:0.05/step")
+    step_s = first_step_s
+    run = None
+    for n in range(1, rounds + 1):
+        per_step = arrival.per_step(step_s)
+        sim = simulate(config, specs_for(per_step))
+        timed = timing(sim)
+        busy = [t for t in timed.step_times_s if t > 0]
+        run = ArrivalRun(sim, timed, per_step, step_s, n)
+        if not busy:
+            break
+        new = sum(busy) / len(busy)
+        if abs(new - step_s) <= tolerance * step_s:
+            break
+        step_s = new
+    assert run is not None
+    return run
 
 
 # --------------------------------------------------------------------------------------

@@ -509,10 +509,15 @@ def verdict(req: ResolvedRequest, over: Overheads, bud: Budget, kv_pool: PoolPla
     """Would vLLM start, and if not, which of its checks stops it first."""
     total, requested, pre = bud.total_bytes, bud.requested_bytes, over.pre_budget.total_bytes
     fullest = bud.fullest
-    if requested + pre > total and req.kv_cache_memory_bytes is None:
+    # vllm/v1/worker/utils.py::request_memory runs in Worker.init_device, before
+    # --kv-cache-memory is consulted: the free-memory check applies with it too (0.33.0).
+    if requested + pre > total:
         return Verdict(False, f"the budget ({format_gib(requested)} GiB) plus what vLLM holds before it "
                               f"({format_gib(pre)} GiB) exceeds the GPU's {format_gib(total)} GiB: "
                               "vLLM stops with 'Free memory on device … is less than desired GPU memory utilization'")
+    if fullest.weights_bytes > total - pre:
+        return Verdict(False, f"the weights ({format_gib(fullest.weights_bytes)} GiB per rank) do not fit the "
+                              f"GPU's free memory ({format_gib(total - pre)} GiB): vLLM runs out of memory loading them")
     if fullest.weights_bytes > requested:
         return Verdict(False, f"the weights ({format_gib(fullest.weights_bytes)} GiB per rank) do not fit the "
                               f"budget ({format_gib(requested)} GiB)")
@@ -653,7 +658,8 @@ def plan_memory(req: ResolvedRequest, measured: Measured | None = None) -> Memor
 def with_budget_flags(req: ResolvedRequest, *, gpu_memory_utilization: float | None = None,
                       kv_cache_memory_bytes: int | None = None) -> ResolvedRequest:
     """The request with only its budget flags changed (what ``sweep`` varies without re-planning)."""
-    changes: dict[str, Any] = {"kv_cache_memory_bytes": kv_cache_memory_bytes}
+    # vLLM tests --kv-cache-memory for truth: 0 is unset (see resolve.resolve)
+    changes: dict[str, Any] = {"kv_cache_memory_bytes": kv_cache_memory_bytes or None}
     if gpu_memory_utilization is not None:
         changes["gpu_memory_utilization"] = float(gpu_memory_utilization)
         changes["defaulted"] = tuple(d for d in req.defaulted if d != "gpu_memory_utilization")

@@ -271,6 +271,13 @@ def _resolve_with(inputs: PlanInputs, *, registry: Registry, source: ModelSource
     runner = _resolve_runner(inputs.runner, config)
     if inputs.runner is None:
         defaulted.append("runner")
+    kv_cache_memory_bytes = inputs.kv_cache_memory_bytes
+    if kv_cache_memory_bytes == 0:
+        # vllm/v1/worker/gpu_worker.py::Worker.determine_available_memory (0.33.0) tests the flag for
+        # truth (`if kv_cache_memory_bytes := ...`): 0 means "unset", and the budget decides.
+        kv_cache_memory_bytes = None
+        warnings.append("--kv-cache-memory 0 is treated as unset by vLLM: the KV cache is sized from "
+                        "--gpu-memory-utilization")
     return ResolvedRequest(
         quant_scheme=quant_scheme, runner=runner,
         inputs=inputs, source=source, config=config, adapter=adapter, gpu=gpu, rules=rules,
@@ -279,7 +286,7 @@ def _resolve_with(inputs: PlanInputs, *, registry: Registry, source: ModelSource
         max_num_seqs=int(max_num_seqs), max_num_batched_tokens=int(mnbt), block_size=int(block_size),
         kv_cache_dtype=kv_dtype, tensor_parallel_size=int(tp), pipeline_parallel_size=int(pp),
         enforce_eager=bool(enforce_eager), enable_prefix_caching=bool(prefix),
-        kv_cache_memory_bytes=inputs.kv_cache_memory_bytes, defaulted=tuple(defaulted),
+        kv_cache_memory_bytes=kv_cache_memory_bytes, defaulted=tuple(defaulted),
         warnings=tuple(warnings), registry=registry, notes=adapter_notes,
         **_mm_and_spec(inputs, config),
     )

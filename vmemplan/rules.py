@@ -503,6 +503,10 @@ class LogFormats(_WithSources):
     not_enough_kv: str | None = None
     not_enough_kv_estimate: str | None = None
     no_kv_memory: str | None = None
+    # the free-memory check before loading (%s device, %s free GiB, %s total GiB, util, %s GiB)
+    free_memory_short: str | None = None
+    # the message logged when loading the weights runs out of memory (then torch's error is raised)
+    load_oom: str | None = None
     alternates: dict[str, tuple[str, ...]] = Field(default_factory=dict)
 
     @model_validator(mode="after")

@@ -22,7 +22,8 @@ flags keep the order given.  The "lever" is the single-flag change from the firs
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping, Sequence
+from collections import OrderedDict
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any, Literal
@@ -44,10 +45,19 @@ __all__ = [
     "SolveResult",
     "Lever",
     "run_sweep",
+    "iter_sweep",
+    "iter_grid",
+    "grid_size",
+    "DEFAULT_MAX_POINTS",
     "solve",
 ]
 
-MAX_POINTS = 1_000_000
+#: The largest grid a sweep plans without being asked (``--max-points``): a grid over it is
+#: refused, with its count, before anything is planned or held in memory.
+DEFAULT_MAX_POINTS = 100_000
+MAX_POINTS = DEFAULT_MAX_POINTS  # the old name
+#: Shapes (the steps before the budget) kept for reuse; bounded, so a long sweep runs in flat memory.
+SHAPE_CACHE = 256
 
 Kind = Literal["int", "float", "str", "bool", "bytes"]
 
@@ -143,7 +153,7 @@ def _scalar(spec: FlagSpec, text: str, whole: str) -> Any:
     return t
 
 
-def _range(spec: FlagSpec, parts: list[str], whole: str) -> tuple[Any, ...]:
+def _range(spec: FlagSpec, parts: list[str], whole: str, max_points: int = DEFAULT_MAX_POINTS) -> tuple[Any, ...]:
     if spec.kind not in ("int", "float", "bytes"):
         raise UsageError(f"--vary {whole!r}: --{spec.name} takes a list of values, not a range",
                          hint=f"e.g. --vary {spec.name}=a,b,c")
@@ -159,15 +169,16 @@ def _range(spec: FlagSpec, parts: list[str], whole: str) -> tuple[Any, ...]:
     if (stop - start) * step < 0:
         raise UsageError(f"--vary {whole!r}: the step goes away from stop")
     count = int((stop - start) / step) + 1
-    if count > MAX_POINTS:
-        raise UsageError(f"--vary {whole!r}: {count:,} values, more than {MAX_POINTS:,}")
+    if count > max_points:
+        raise UsageError(f"--vary {whole!r}: {count:,} values, more than --max-points {max_points:,}",
+                         hint=f"take a larger step, or pass --max-points {count} if you mean it")
     values = [start + i * step for i in range(count)]
     if spec.kind == "float":
         return tuple(float(v) for v in values)
     return tuple(int(v) for v in values)
 
 
-def parse_vary(text: str) -> Vary:
+def parse_vary(text: str, max_points: int = DEFAULT_MAX_POINTS) -> Vary:
     """Parse ``FLAG=v1,v2,…`` or ``FLAG=start:stop:step`` (stop included when the steps land on it).
 
     Raises :class:`UsageError` on an unknown flag, a bad value or an empty list."""
@@ -180,7 +191,7 @@ def parse_vary(text: str) -> Vary:
     rhs = rhs.strip()
     parts = rhs.split(":")
     if len(parts) == 3 and "," not in rhs:
-        values = _range(spec, parts, whole)  # a non-numeric flag raises: it takes a list
+        values = _range(spec, parts, whole, max_points)  # a non-numeric flag raises: it takes a list
     else:
         values = tuple(_scalar(spec, v, whole) for v in rhs.split(","))
     if not values:
@@ -188,17 +199,30 @@ def parse_vary(text: str) -> Vary:
     return Vary(spec, tuple(dict.fromkeys(values)))  # duplicates dropped, order kept
 
 
-def build_grid(varies: Sequence[Vary]) -> list[dict[str, Any]]:
-    """Every combination, as ``{field: value}``; the first vary changes slowest."""
-    fields = [v.flag.field for v in varies]
-    if len(set(fields)) != len(fields):
-        raise UsageError("the same flag is varied twice")
+def grid_size(varies: Sequence[Vary]) -> int:
+    """How many points the grid has (the product of the value counts)."""
     total = 1
     for v in varies:
         total *= len(v.values)
-    if total > MAX_POINTS:
-        raise UsageError(f"the grid has {total:,} points, more than {MAX_POINTS:,}")
-    return [dict(zip(fields, combo)) for combo in itertools.product(*(v.values for v in varies))]
+    return total
+
+
+def iter_grid(varies: Sequence[Vary], max_points: int = DEFAULT_MAX_POINTS) -> Iterator[dict[str, Any]]:
+    """Every combination, as ``{field: value}``, one at a time; the first vary changes slowest.
+    A grid over ``max_points`` is refused with its count before the first point."""
+    fields = [v.flag.field for v in varies]
+    if len(set(fields)) != len(fields):
+        raise UsageError("the same flag is varied twice")
+    total = grid_size(varies)
+    if total > max_points:
+        raise UsageError(f"the grid has {total:,} points, more than --max-points {max_points:,}",
+                         hint=f"vary fewer values, or pass --max-points {total} if you mean it")
+    return (dict(zip(fields, combo)) for combo in itertools.product(*(v.values for v in varies)))
+
+
+def build_grid(varies: Sequence[Vary], max_points: int = DEFAULT_MAX_POINTS) -> list[dict[str, Any]]:
+    """Every combination, as ``{field: value}``; the first vary changes slowest."""
+    return list(iter_grid(varies, max_points))
 
 
 # --------------------------------------------------------------------------------------
@@ -271,7 +295,7 @@ class SweepEvaluator:
         self.registry = registry
         self.source = source
         self.request_tokens = request_tokens
-        self._shapes: dict[tuple, _Shape | VmemplanError] = {}
+        self._shapes: OrderedDict[tuple, _Shape | VmemplanError] = OrderedDict()
         self._parsed: tuple[Any, Any] | None = None  # the source's config and adapter, built once
         self._weights: dict[Any, Any] = {}  # pipeline.model_graph's weights memo
         self.full_plans = 0
@@ -312,6 +336,10 @@ class SweepEvaluator:
             except VmemplanError as exc:
                 cached = exc
             self._shapes[key] = cached
+            if len(self._shapes) > SHAPE_CACHE:
+                self._shapes.popitem(last=False)
+        else:
+            self._shapes.move_to_end(key)
         if isinstance(cached, VmemplanError):
             raise cached
         return cached
@@ -376,15 +404,24 @@ class SweepEvaluator:
                           outcome=plan.verdict.outcome)
 
 
-def run_sweep(evaluator: SweepEvaluator, varies: Sequence[Vary]) -> list[SweepPoint]:
-    """Evaluate every grid point, in grid order.  GPU names are checked up front."""
+def iter_sweep(evaluator: SweepEvaluator, varies: Sequence[Vary],
+               max_points: int = DEFAULT_MAX_POINTS) -> Iterator[SweepPoint]:
+    """Evaluate every grid point, in grid order, one at a time (flat memory).  GPU names and the
+    grid's size are checked up front, before the first point."""
     if evaluator.base.get("gpu") is not None:
         evaluator.registry.gpu(evaluator.base["gpu"])
     for v in varies:
         if v.flag.field == "gpu":
             for g in v.values:
                 evaluator.registry.gpu(g)
-    return [evaluator.evaluate(p) for p in build_grid(varies)]
+    grid = iter_grid(varies, max_points)
+    return (evaluator.evaluate(p) for p in grid)
+
+
+def run_sweep(evaluator: SweepEvaluator, varies: Sequence[Vary],
+              max_points: int = DEFAULT_MAX_POINTS) -> list[SweepPoint]:
+    """Evaluate every grid point, in grid order.  GPU names are checked up front."""
+    return list(iter_sweep(evaluator, varies, max_points))
 
 
 # --------------------------------------------------------------------------------------

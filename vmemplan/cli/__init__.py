@@ -25,6 +25,7 @@ app = typer.Typer(
     name=PROG_NAME,
     help="Plan vLLM GPU memory before you boot a GPU.",
     no_args_is_help=True,
+    add_completion=False,  # static scripts instead (vmemplan.cli.completions): no Python per TAB
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
@@ -44,28 +45,105 @@ def _no_color(value: bool) -> None:
         os.environ["NO_COLOR"] = "1"
 
 
+def _shell(value: str | None) -> str | None:
+    from vmemplan.cli.completions import SHELLS
+    from vmemplan.errors import UsageError
+
+    if value is not None and value not in SHELLS:
+        raise UsageError(f"no completion for shell {value!r}", hint="one of: " + ", ".join(SHELLS))
+    return value
+
+
+def _show_completion(value: str | None) -> None:
+    if _shell(value):
+        from vmemplan.cli.completions import shipped_script
+
+        sys.stdout.write(shipped_script(value))  # type: ignore[arg-type]
+        raise typer.Exit()
+
+
+def _install_completion(value: str | None) -> None:
+    if _shell(value):
+        from vmemplan.cli.completions import install_path, shipped_script
+
+        path = install_path(value)  # type: ignore[arg-type]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(shipped_script(value), encoding="utf-8")  # type: ignore[arg-type]
+        sys.stdout.write(f"{value} completion installed in {path}\n")
+        if value == "zsh":
+            sys.stdout.write("add `fpath+=(~/.zfunc)` before `compinit` in ~/.zshrc if it is not there yet\n")
+        sys.stdout.write("open a new shell to use it\n")
+        raise typer.Exit()
+
+
 @app.callback()
 def _root(
     version: bool = typer.Option(False, "--version", "-V", callback=_version, is_eager=True,
                                  help="Show the version and exit."),
     no_color: bool = typer.Option(False, "--no-color", callback=_no_color, is_eager=True,
                                   help="No colour in any output (also NO_COLOR=1)."),
+    show_completion: str = typer.Option(None, "--show-completion", callback=_show_completion, is_eager=True,
+                                        metavar="SHELL", help="Print the completion script for bash, zsh or fish.",
+                                        show_default=False),
+    install_completion: str = typer.Option(None, "--install-completion", callback=_install_completion,
+                                           is_eager=True, metavar="SHELL",
+                                           help="Install the completion script for bash, zsh or fish.",
+                                           show_default=False),
 ) -> None:
     """Plan vLLM GPU memory before you boot a GPU."""
+
+
+#: Help metavars by parameter name (what the value is, in the user's words); the rest read
+#: N (whole numbers), X (fractions) or TEXT.  typer would print its types (`<list[str]>`).
+METAVARS = {
+    "model": "MODEL", "gpu": "GPU", "vary": "FLAG=VALUES", "what_if": "FLAG=VALUE", "kv_cache_dtype": "DTYPE",
+    "dtype": "DTYPE", "quantization": "METHOD", "revision": "REV", "vllm_version": "VERSION",
+    "lengths": "N,N,…", "prompt_tokens": "N|DIST", "output_tokens": "N|DIST", "arrival_rate": "RATE",
+    "image_size": "WxH", "video_size": "WxH", "kv_cache_memory": "BYTES", "speculative_config": "JSON",
+    "limit_mm_per_prompt": "JSON", "chart": "OUTPUT", "chart_x": "FLAG", "log": "LOG", "sampler": "NAME",
+    "runner": "NAME", "mm_encoder_tp_mode": "MODE", "gpu_memory_utilization": "FRACTION",
+}
+
+
+class _Command(typer.core.TyperCommand):
+    """A command whose options show readable metavars in --help (see :data:`METAVARS`)."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        for param in self.params:
+            if isinstance(param, typer.core.TyperArgument):
+                # its name is its metavar already; the type would read `MODEL <str>`
+                param.display_type_rich = lambda ctx=None: None  # type: ignore[method-assign]
+                if param.metavar is None and param.name:
+                    param.metavar = METAVARS.get(param.name, param.name.upper())
+                continue
+            if param.metavar is not None or getattr(param, "is_flag", False) or not param.name:
+                continue
+            desc = getattr(param, "type_descriptor", None)
+            if desc is not None and desc.is_choice:
+                param.metavar = "[" + "|".join(str(getattr(c, "value", c)) for c in desc.choices or ()) + "]"
+                continue
+            annotation = str(getattr(desc, "annotation", ""))
+            default = "N" if "int" in annotation else "X" if "float" in annotation else "TEXT"
+            param.metavar = METAVARS.get(param.name, default)
+
+
+def _add(name: str, command: object) -> None:
+    app.command(name, cls=_Command)(command)  # type: ignore[arg-type]
 
 
 from vmemplan.cli.registry_cmds import gpus, models  # noqa: E402
 from vmemplan.cli.size import size  # noqa: E402
 
-app.command("size")(size)
-app.command("gpus")(gpus)
-app.command("models")(models)
-app.command("concurrency")(__import__("vmemplan.cli.concurrency", fromlist=["_"]).concurrency)
-app.command("sweep")(__import__("vmemplan.cli.sweep", fromlist=["_"]).sweep)
+_add("size", size)
+_add("gpus", gpus)
+_add("models", models)
+_add("concurrency", __import__("vmemplan.cli.concurrency", fromlist=["_"]).concurrency)
+_add("sweep", __import__("vmemplan.cli.sweep", fromlist=["_"]).sweep)
 
 from vmemplan.cli.explain_log import explain_log  # noqa: E402
 
-app.command("explain-log")(explain_log)
+_add("explain-log", explain_log)
 
 
 def _debug() -> bool:
@@ -80,13 +158,33 @@ def _click_usage(error: typer.TyperException) -> int:
     if ctx is not None and type(error).__name__ == "NoArgsIsHelpError":
         sys.stderr.write(ctx.get_help() + "\n")  # `vmemplan` alone: the help, as click does
         return int(error.exit_code)
-    message = " ".join(error.format_message().split())
+    message = _usage_message(" ".join(error.format_message().split()))
     hint = None
     if ctx is not None:
         hint = f"see `{ctx.command_path} --help`"
     code = int(error.exit_code)
     report(message, hint)
     return code
+
+
+def _usage_message(message: str) -> str:
+    """click's "Invalid value for '--format' / '-f': Value error, 'yaml' is not one of 'table',
+    'json'." as "--format: 'yaml' is not one of table, json"."""
+    import re
+
+    m = re.match(r"Invalid value for '([^']+)'(?: / '[^']+')*: (.*)$", message)
+    if not m:
+        return message
+    name, text = m.group(1), m.group(2)
+    text = re.sub(r"^(Value error|Assertion failed), ", "", text).rstrip(".")
+    head, sep, choices = text.partition(" is not one of ")
+    if sep:
+        text = head + sep + ", ".join(c.strip().strip("'") for c in choices.split(","))
+    if text.startswith("Input should be a valid integer"):
+        text = "expects a whole number"
+    elif text.startswith("Input should be a valid number"):
+        text = "expects a number"
+    return f"{name}: {text}"
 
 
 def main(argv: list[str] | None = None) -> None:

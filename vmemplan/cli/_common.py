@@ -87,12 +87,34 @@ def reports_errors(command: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+#: The width of output that does not go to a terminal (a pipe, a file, CI logs): fixed, so that
+#: a script sees the same text on every machine.  ``COLUMNS`` overrides it.
+PIPE_WIDTH = 100
+
+
+def output_width(*, stderr: bool = False) -> int:
+    """Columns to render for: the terminal's width, else ``COLUMNS`` when set, else :data:`PIPE_WIDTH`."""
+    stream = sys.stderr if stderr else sys.stdout
+    columns = os.environ.get("COLUMNS", "").strip()
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    try:
+        if stream.isatty():
+            import shutil
+
+            return shutil.get_terminal_size((PIPE_WIDTH, 24)).columns
+    except (AttributeError, ValueError, OSError):
+        pass
+    return PIPE_WIDTH
+
+
 def console(*, stderr: bool = False, no_color: bool = False) -> Any:
-    """A rich Console made per call (never at import), honouring NO_COLOR and --no-color."""
+    """A rich Console made per call (never at import), honouring NO_COLOR and --no-color, at
+    :func:`output_width` columns."""
     from rich.console import Console
 
     no_color = no_color or bool(os.environ.get("NO_COLOR"))
-    return Console(stderr=stderr, no_color=no_color, highlight=False,
+    return Console(stderr=stderr, no_color=no_color, highlight=False, width=output_width(stderr=stderr),
                    color_system=None if no_color else "auto", soft_wrap=False)
 
 
@@ -133,35 +155,23 @@ def model_completion(incomplete: str) -> list[str]:
 
 
 #: The shells whose completion scripts ship in ``completions/`` (and in the wheel as
-#: ``vmemplan/_completions``).
+#: ``vmemplan/_completions``); see :mod:`vmemplan.cli.completions`.
 COMPLETION_SHELLS: dict[str, str] = {"bash": "vmemplan.bash", "zsh": "vmemplan.zsh", "fish": "vmemplan.fish"}
 
 
 def completion_script(shell: str, *, prog_name: str = "vmemplan") -> str:
-    """The completion script typer would install for ``shell`` (what ``--show-completion`` prints).
+    """The static completion script for ``shell``, generated from the CLI and the registry
+    (what ``--show-completion`` prints and ``completions/`` ships)."""
+    from vmemplan.cli.completions import render
 
-    The only place vmemplan touches typer's private completion module: the scripts are fixed
-    templates that call back into ``vmemplan`` with ``_VMEMPLAN_COMPLETE`` set, so they change
-    only when typer changes them.
-    """
-    from typer._completion_shared import get_completion_script
-
-    complete_var = "_{}_COMPLETE".format(prog_name.replace("-", "_").upper())
-    return get_completion_script(prog_name=prog_name, complete_var=complete_var, shell=shell) + "\n"
+    return render(shell)
 
 
 def write_completion_files(directory: str | os.PathLike[str] | None = None) -> list[str]:
     """(Re)write ``completions/vmemplan.{bash,zsh,fish}``; returns the paths written.
 
-    ``python -c "from vmemplan.cli._common import write_completion_files as w; w()"``
+    ``python -m vmemplan.cli.completions`` does the same.
     """
-    from pathlib import Path
+    from vmemplan.cli.completions import write_files
 
-    target = Path(directory) if directory is not None else Path(__file__).resolve().parents[2] / "completions"
-    target.mkdir(parents=True, exist_ok=True)
-    written = []
-    for shell, name in COMPLETION_SHELLS.items():
-        path = target / name
-        path.write_text(completion_script(shell), encoding="utf-8")
-        written.append(str(path))
-    return written
+    return write_files(directory)

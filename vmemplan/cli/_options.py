@@ -89,8 +89,8 @@ VideoSizeOpt = Annotated[str, typer.Option("--video-size", help="Frame size WIDT
 SimulateOpt = Annotated[bool, typer.Option("--simulate", help="Run the scheduler simulation over synthetic traffic.")]
 RequestsOpt = Annotated[int, typer.Option("--requests", min=1, help="Requests to simulate.")]
 ArrivalOpt = Annotated[str, typer.Option(
-    "--arrival-rate", help="all-at-once, a number (Poisson, requests per scheduler step), poisson:RATE or "
-    "uniform:RATE.")]
+    "--arrival-rate", help="all-at-once, or requests per second: 2 (Poisson), poisson:2 or uniform:2; "
+    "add /step for requests per scheduler step (poisson:0.05/step).")]
 SeedOpt = Annotated[int, typer.Option("--seed", help="Random seed of the simulated traffic.")]
 VaryOpt = Annotated[list[str], typer.Option(
     "--vary", help="FLAG=v1,v2,… or FLAG=start:stop:step (stop included); repeat for a grid.", show_default=False)]

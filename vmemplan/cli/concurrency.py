@@ -9,12 +9,13 @@ import typer
 
 from vmemplan.cli._common import console, emit, reports_errors
 from vmemplan.cli._options import (
-    ArrivalOpt, GpuOpt, ImageSizeOpt, ImagesOpt, LengthsOpt, GateOn, GateOnOpt, MinConcurrencyOpt, MinKvTokensOpt,
+    ArrivalOpt, GateOn, GateOnOpt, GpuOpt, ImageSizeOpt, ImagesOpt, LengthsOpt, MinConcurrencyOpt, MinKvTokensOpt,
     ModelArg,
     NoColorOpt, OutputTokensOpt, PromptTokensOpt, ReferenceTokensOpt, RequestsOpt, SeedOpt, SimulateOpt,
     VideoFramesOpt, VideosOpt, VideoSizeOpt, with_engine_flags,
 )
 from vmemplan.errors import TargetNotMet, UsageError
+from vmemplan.render import ConcurrencyFormat, assert_never
 
 
 def parse_size(text: str, what: str) -> tuple[int, int]:
@@ -106,7 +107,7 @@ def concurrency(
     min_concurrency: MinConcurrencyOpt = None,
     min_kv_tokens: MinKvTokensOpt = None,
     gate_on: GateOnOpt = GateOn.central,
-    output_format: str = typer.Option("table", "--format", "-f", help="table or json."),
+    output_format: ConcurrencyFormat = typer.Option(ConcurrencyFormat.table, "--format", "-f", help="table or json."),
     no_color: NoColorOpt = False,
     *,
     engine: dict[str, Any],
@@ -122,8 +123,6 @@ def concurrency(
     from vmemplan.api import plan_with_request, speed_setup
     from vmemplan.concurrency import RequestShape, default_lengths, report_from_plan
 
-    if output_format not in ("table", "json"):
-        raise UsageError(f"--format {output_format!r}: concurrency writes table or json")
     req, plan = plan_with_request(model=model, gpu=gpu, spinner=True, **engine)
     mml = req.max_model_len
     mm_tokens, mm_note, mm_info = _multimodal(req, images_per_request, image_size, videos_per_request,
@@ -178,15 +177,20 @@ def concurrency(
         sim, timed, sim_json = _simulate(plan, setup, requests, prompt_tokens or "1000", output_tokens or "300",
                                          arrival_rate, seed, mm_tokens, mml)
 
-    if output_format == "json":
+    from vmemplan.gates import evaluate_gates
+
+    gates = evaluate_gates(plan, min_concurrency=min_concurrency, min_kv_tokens=min_kv_tokens,
+                           request_tokens=request_tokens or reference, gate_on=gate_on.value)
+    if output_format is ConcurrencyFormat.json:
         from vmemplan.render.concurrency import concurrency_json
         from vmemplan.render.json_out import dumps
 
         data = concurrency_json(report, plan, simulation=sim_json, speed=speed_rows, mm=mm_info)
         data["speed_model"] = {"estimate": True, "notes": list(setup.notes), "unavailable": setup.reason}
         data["verdict"] = {"starts": plan.verdict.starts, "reason": plan.verdict.reason}
+        data["gates"] = [g.to_json() for g in gates]
         emit(dumps(data))
-    else:
+    elif output_format is ConcurrencyFormat.table:
         from vmemplan.render.concurrency import render_concurrency
 
         out = console(no_color=no_color)
@@ -197,38 +201,46 @@ def concurrency(
         out.print(render_concurrency(report, plan, sim=sim, timed=timed, sim_json=sim_json, speed_rows=speed_rows,
                                      speed_context=speed_context, speed_notes=setup.notes,
                                      speed_reason=setup.reason, mm_note=mm_note))
+    else:
+        assert_never(output_format)
     if not plan.verdict.starts:
+        from vmemplan.advice import find_fixes
         from vmemplan.cli._common import report as report_error
+        from vmemplan.render.hints import fix_hint
 
-        report_error(f"vLLM would not start: {plan.verdict.reason}")
+        report_error(f"vLLM would not start: {plan.verdict.reason}",
+                     hint=fix_hint(find_fixes(dict(model=model, gpu=gpu, **engine), plan)))
         raise typer.Exit(3)
-    check_gates(plan, report, min_concurrency, request_tokens or reference, min_kv_tokens, gate_on.value)
+    fail_gates(gates, model=model, gpu=gpu, engine=engine)
 
 
-def check_gates(plan: Any, report: Any, min_concurrency: int | None, at_tokens: int, min_kv_tokens: int | None,
-                gate_on: str = "central") -> None:
-    """Raise TargetNotMet (exit 3) when a gate fails.  ``gate_on="low"`` reads the error band's
-    low end (vmemplan/laws/bands.py::low_end) and fails a plan that may not start."""
-    from vmemplan.concurrency import concurrency_at
+def check_gates(plan: Any, report: Any, min_concurrency: int | None, at_tokens: int, min_kv_tokens: int | None) -> None:
+    """Raise TargetNotMet (exit 3) when a gate fails (kept for callers of the old name)."""
+    from vmemplan.gates import evaluate_gates
 
-    if gate_on == "low" and (min_concurrency is not None or min_kv_tokens is not None):
-        from vmemplan.laws.bands import low_end
+    fail_gates(evaluate_gates(plan, min_concurrency=min_concurrency, min_kv_tokens=min_kv_tokens,
+                              request_tokens=at_tokens))
 
-        if plan.verdict.outcome == "may_not_start":
-            raise TargetNotMet("target not met: vLLM may not start at the low end of the error band",
-                               hint="drop --gate-on low to gate on the central estimate")
-        plan = low_end(plan)
 
-    if min_concurrency is not None:
-        have = concurrency_at(plan, at_tokens)
-        if have < min_concurrency:
-            raise TargetNotMet(f"target not met: {have:,} requests of {at_tokens:,} tokens run at once, "
-                               f"fewer than --min-concurrency {min_concurrency:,}",
-                               hint="try `vmemplan sweep … --solve` to find flags that meet it")
-    if min_kv_tokens is not None and plan.kv_cache.tokens < min_kv_tokens:
-        raise TargetNotMet(f"target not met: the KV cache holds {plan.kv_cache.tokens:,} tokens, fewer than "
-                           f"--min-kv-tokens {min_kv_tokens:,}",
-                           hint="try `vmemplan sweep … --solve` to find flags that meet it")
+def fail_gates(gates: Any, *, model: str | None = None, gpu: str | None = None,
+               engine: dict[str, Any] | None = None) -> None:
+    """Raise TargetNotMet (exit 3) for the first gate not met, with a sweep command that can be pasted."""
+    from vmemplan.render.hints import solve_command
+
+    for g in gates:
+        if g.ok:
+            continue
+        if g.name == "min_concurrency":
+            message = (f"target not met: {g.value:,} requests of {g.request_tokens:,} tokens run at once, "
+                       f"fewer than --min-concurrency {g.target:,}")
+        else:
+            message = f"target not met: the KV cache holds {g.value:,} tokens, fewer than --min-kv-tokens {g.target:,}"
+        if g.on == "low":
+            message += " (at the error band's low end, --gate-on low)"
+        hint = "a sweep finds flags that meet it"
+        if model and gpu:
+            hint = "find flags that meet it: " + solve_command(model, gpu, engine or {}, gates)
+        raise TargetNotMet(message, hint=hint)
 
 
 def _simulate(plan: Any, setup: Any, requests: int, prompt: str, output: str, arrival: str, seed: int,
@@ -237,33 +249,42 @@ def _simulate(plan: Any, setup: Any, requests: int, prompt: str, output: str, ar
 
     from vmemplan.concurrency import sim_config_from_plan
     from vmemplan.render.concurrency import simulation_json
-    from vmemplan.sim import Traffic, attach_timing, simulate
+    from vmemplan.sim import Traffic, attach_timing
 
     if not plan.verdict.starts:
         return None, None, None
-    arr: Any = arrival
-    try:
-        arr = float(arrival)
-    except ValueError:
-        pass
-    traffic = Traffic(num_requests=requests, prompt_tokens=prompt, output_tokens=output, arrival=arr, seed=seed)
-    specs = traffic.generate()
-    if mm_tokens:
-        specs = tuple(replace(s, prompt_tokens=s.prompt_tokens + mm_tokens) for s in specs)
-    kept = tuple(s for s in specs if s.prompt_tokens + s.output_tokens <= max_model_len)
+    from vmemplan.concurrency import simulate_arrivals
+    from vmemplan.sim.traffic import parse_arrival_rate
+
+    rate = parse_arrival_rate(arrival)
     cfg, notes = sim_config_from_plan(plan)
     notes = list(notes)
-    if len(kept) < len(specs):
-        notes.append(f"{len(specs) - len(kept)} of {len(specs)} requests are longer than max_model_len "
+
+    def specs_for(per_step: Any) -> Any:
+        specs = Traffic(num_requests=requests, prompt_tokens=prompt, output_tokens=output, arrival=per_step,
+                        seed=seed).generate()
+        if mm_tokens:
+            specs = tuple(replace(s, prompt_tokens=s.prompt_tokens + mm_tokens) for s in specs)
+        kept = tuple(s for s in specs if s.prompt_tokens + s.output_tokens <= max_model_len)
+        if not kept:
+            raise UsageError(f"every simulated request is longer than max_model_len {max_model_len:,}",
+                             hint="lower --prompt-tokens / --output-tokens")
+        return kept
+
+    timing = (lambda sim: attach_timing(sim, setup.model, setup.gpu, setup.constants)) if setup.ok else None
+    traffic = Traffic(num_requests=requests, prompt_tokens=prompt, output_tokens=output, seed=seed)
+    total = len(traffic.generate())
+    run = simulate_arrivals(cfg, rate, specs_for, timing)
+    sim, timed = run.sim, run.timed
+    if sim.num_requests < total:
+        notes.append(f"{total - sim.num_requests} of {total} requests are longer than max_model_len "
                      f"{max_model_len:,}: vLLM refuses them, so they are left out")
-    if not kept:
-        raise UsageError(f"every simulated request is longer than max_model_len {max_model_len:,}",
-                         hint="lower --prompt-tokens / --output-tokens")
-    sim = simulate(cfg, kept)
+    if run.step_s is not None:
+        notes.append(f"arrivals {rate} = {run.arrival.requests_per_step:.4g} requests per scheduler step, at the "
+                     f"simulation's mean step time of {run.step_s * 1e3:.1f} ms (estimate)")
     if not sim.finished_all:
         notes.append(f"the run stopped after {sim.steps:,} steps with {sim.num_requests - sim.completed} "
                      "request(s) unfinished")
-    timed = attach_timing(sim, setup.model, setup.gpu, setup.constants) if setup.ok else None
     text = (f"{requests} requests, prompt {traffic.prompt_tokens}, output {traffic.output_tokens}"
-            + (f" + {mm_tokens:,} vision tokens" if mm_tokens else "") + f", arrival {traffic.arrival}, seed {seed}")
+            + (f" + {mm_tokens:,} vision tokens" if mm_tokens else "") + f", arrival {rate}, seed {seed}")
     return sim, timed, simulation_json(sim, timed, cfg, traffic=text, notes=tuple(notes), speed_notes=setup.notes)

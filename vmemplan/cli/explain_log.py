@@ -89,6 +89,8 @@ def explain_log(
     vllm_version: VersionOpt = None,
     online: OnlineOpt = False,
     output_format: ExplainFormat = typer.Option(ExplainFormat.table, "--format", "-f", help="table or json."),
+    check: bool = typer.Option(False, "--check", help="For CI: exit 3 when the log shows a failed startup or a "
+                                                      "cross-check of its figures fails."),
     no_color: NoColorOpt = False,
 ) -> None:
     """Explain a vLLM startup log: every memory line in plain words, arithmetic cross-checks, advice,
@@ -142,6 +144,7 @@ def explain_log(
         if truncated:
             doc["notes"] = [f"only the first {MAX_LOG_BYTES >> 20} MiB of {label} were read"]
         emit(dumps(doc))
+        _check(reports, check)
         return
     from vmemplan.render.explain import render_text
 
@@ -150,3 +153,18 @@ def explain_log(
         out += f"(only the first {MAX_LOG_BYTES >> 20} MiB of {label} were read)\n"
     _ = no_color  # plain text: nothing to colour
     emit(out)
+    _check(reports, check)
+
+
+def _check(reports: object, check: bool) -> None:
+    """--check: exit 3 (one error line, one hint) when the log fails a check."""
+    if not check:
+        return
+    from vmemplan.errors import TargetNotMet
+    from vmemplan.gates import log_check_failures
+
+    failures = log_check_failures(reports)
+    if failures:
+        more = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""
+        raise TargetNotMet(f"check failed: {failures[0]}{more}",
+                           hint="the output above explains each line and check; --format json lists them all")

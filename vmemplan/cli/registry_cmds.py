@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import typer
 
-from vmemplan.cli._common import console, emit, reports_errors
+from vmemplan.cli._common import console, emit, output_width, reports_errors
+from vmemplan.render import ListFormat, assert_never
 
 
 @reports_errors
 def gpus(
-    output_format: str = typer.Option("table", "--format", "-f", help="table or json."),
-    no_color: bool = typer.Option(False, "--no-color"),
+    output_format: ListFormat = typer.Option(ListFormat.table, "--format", "-f", help="table or json."),
+    no_color: bool = typer.Option(False, "--no-color", help="No colour (also NO_COLOR=1)."),
 ) -> None:
     """List the GPUs in the registry with the total memory vLLM multiplies.
 
@@ -21,36 +22,27 @@ def gpus(
         vmemplan gpus --format json
     """
     from vmemplan.registry import load_registry
-    from vmemplan.units import GIB
+    from vmemplan.render.registry import gpus_json, gpus_table
 
     reg = load_registry()
-    if output_format == "json":
-        import json
+    if output_format is ListFormat.json:
+        from vmemplan.render.json_out import dumps
 
-        emit(json.dumps([{"id": g.id, "aliases": list(g.aliases), "name": g.name, "vendor": g.vendor,
-                          "arch": g.arch, "total_memory_bytes": g.total_memory_bytes,
-                          "nvml_total_bytes": g.nvml_total_bytes,
-                          "memory_bandwidth_tbps": g.memory_bandwidth_tbps, "bf16_tflops": g.bf16_tflops,
-                          "fp8_tflops": g.fp8_tflops, "total_memory_evidence": g.total_memory_evidence}
-                         for g in reg.gpus], indent=2) + "\n")
-        return
-    from rich.table import Table
-
-    table = Table(title="GPUs (total = what CUDA reports, the figure vLLM multiplies by util)")
-    for col in ("id", "name", "arch", "total GiB", "evidence", "aliases"):
-        table.add_column(col)
-    for g in reg.gpus:
-        table.add_row(g.id, g.name, g.arch, f"{g.total_memory_bytes / GIB:.2f}", g.total_memory_evidence,
-                      ", ".join(a for a in g.aliases if " " not in a))
-    console(no_color=no_color).print(table)
+        emit(dumps(gpus_json(reg.gpus)))
+    elif output_format is ListFormat.table:
+        console(no_color=no_color).print(gpus_table(reg.gpus, output_width()))
+    else:
+        assert_never(output_format)
 
 
 @reports_errors
 def models(
-    output_format: str = typer.Option("table", "--format", "-f", help="table or json."),
-    no_color: bool = typer.Option(False, "--no-color"),
+    output_format: ListFormat = typer.Option(ListFormat.table, "--format", "-f", help="table or json."),
+    show_all: bool = typer.Option(False, "--all", help="Also list registry-internal entries (variant copies, "
+                                                       "GGUF and MLX repos, unknown/…)."),
+    no_color: bool = typer.Option(False, "--no-color", help="No colour (also NO_COLOR=1)."),
 ) -> None:
-    """List the model configs bundled with vmemplan (usable offline).
+    """List the model configs bundled with vmemplan (usable offline), with their aliases and family.
 
     Examples:
 
@@ -58,18 +50,21 @@ def models(
 
         vmemplan models --format json
     """
-    from vmemplan.sources import list_bundled_models
+    from vmemplan.render.registry import model_entries, models_json, models_table
+    from vmemplan.sources import bundled_aliases, list_bundled_models, load_model_source
 
     ids = list_bundled_models()
-    if output_format == "json":
-        import json
+    families = {}
+    for mid in ids:
+        config = load_model_source(mid, allow_hub=False).config
+        families[mid] = str(config.get("model_type") or (config.get("architectures") or ["?"])[0])
+    entries = model_entries(ids, families, bundled_aliases(), show_all=show_all)
+    if output_format is ListFormat.json:
+        from vmemplan.render.json_out import dumps
 
-        emit(json.dumps(ids, indent=2) + "\n")
-        return
-    from rich.table import Table
-
-    table = Table(title=f"{len(ids)} bundled model configs")
-    table.add_column("id")
-    for m in ids:
-        table.add_row(m)
-    console(no_color=no_color).print(table)
+        emit(dumps(models_json(entries)))
+    elif output_format is ListFormat.table:
+        hidden = 0 if show_all else sum(1 for m in ids if m not in {e.target or e.id for e in entries})
+        console(no_color=no_color).print(models_table(entries, output_width(), hidden=hidden))
+    else:
+        assert_never(output_format)

@@ -6,12 +6,12 @@ from typing import Any
 
 import typer
 
-from vmemplan.cli._common import console, emit, reports_errors
+from vmemplan.cli._common import console, emit, output_width, reports_errors
 from vmemplan.cli._options import (
     GateOn, GateOnOpt, GpuOpt, MinConcurrencyOpt, MinKvTokensOpt, ModelArg, NoColorOpt, RequestTokensOpt,
     with_engine_flags,
 )
-from vmemplan.render import OutputFormat
+from vmemplan.render import OutputFormat, assert_never
 
 
 @reports_errors
@@ -22,6 +22,7 @@ def size(
     request_tokens: RequestTokensOpt = None,
     output_format: OutputFormat = typer.Option(OutputFormat.table, "--format", "-f",
                                                help="table, log (vLLM's lines), json, or tree."),
+    quiet: bool = typer.Option(False, "--quiet", help="Print only the verdict line (the exit code says the rest)."),
     no_color: NoColorOpt = False,
     min_concurrency: MinConcurrencyOpt = None,
     min_kv_tokens: MinKvTokensOpt = None,
@@ -31,6 +32,9 @@ def size(
 ) -> None:
     """Predict what vLLM does with each GPU's memory: weights, activations, CUDA graphs, KV pool.
 
+    The first and the last line are the verdict: does vLLM start, its KV cache in tokens, how
+    many requests of the context length run at once, and which limit binds.
+
     Examples:
 
         vmemplan size meta-llama/Llama-3.1-8B --gpu h100 --util 0.92
@@ -38,31 +42,46 @@ def size(
         vmemplan size ./config.json --gpu l40s -tp 2 --format json
     """
     from vmemplan.api import plan_from_flags
+    from vmemplan.concurrency import headline
 
-    plan = plan_from_flags(model=model, gpu=gpu, request_tokens=request_tokens, spinner=True, **engine)
-    if output_format is OutputFormat.json:
+    flags = dict(model=model, gpu=gpu, request_tokens=request_tokens, **engine)
+    plan = plan_from_flags(spinner=not quiet, **flags)
+    gates = None
+    if min_concurrency is not None or min_kv_tokens is not None:
+        from vmemplan.gates import evaluate_gates
+
+        gates = evaluate_gates(plan, min_concurrency=min_concurrency, min_kv_tokens=min_kv_tokens,
+                               request_tokens=request_tokens or plan.engine.max_model_len, gate_on=gate_on.value)
+    head = headline(plan, request_tokens)
+    if quiet:
+        from vmemplan.render.verdict import verdict_line
+
+        emit(verdict_line(head) + "\n")
+    elif output_format is OutputFormat.json:
         from vmemplan.render.json_out import dumps, plan_json
 
-        emit(dumps(plan_json(plan)))
+        emit(dumps(plan_json(plan, gates=gates)))
     elif output_format is OutputFormat.log:
         from vmemplan.render.vllm_log import log_lines
 
         emit("".join(line + "\n" for line in log_lines(plan)))
-    else:
+    elif output_format is OutputFormat.table or output_format is OutputFormat.tree:
         from vmemplan.render.table import render_table, render_tree
 
         out = console(no_color=no_color)
-        out.print(render_tree(plan) if output_format is OutputFormat.tree else render_table(plan))
+        render = render_tree if output_format is OutputFormat.tree else render_table
+        out.print(render(plan, head, columns=output_width()))
+    else:
+        assert_never(output_format)
     if not plan.verdict.starts:
+        from vmemplan.advice import find_fixes
         from vmemplan.cli._common import report
+        from vmemplan.render.hints import fix_hint
 
-        fits = plan.verdict.max_model_len_that_fits
-        report(f"vLLM would not start: {plan.verdict.reason}",
-               hint=f"--max-model-len {fits} would fit" if fits else
-               "raise --gpu-memory-utilization, quantize, or add GPUs (-tp)")
+        if not quiet:
+            report(f"vLLM would not start: {plan.verdict.reason}", hint=fix_hint(find_fixes(flags, plan)))
         raise typer.Exit(3)
-    if min_concurrency is not None or min_kv_tokens is not None:  # gates: exit 3 when not met
-        from vmemplan.cli.concurrency import check_gates
+    if gates:
+        from vmemplan.cli.concurrency import fail_gates
 
-        check_gates(plan, None, min_concurrency, request_tokens or plan.engine.max_model_len, min_kv_tokens,
-                    gate_on.value)
+        fail_gates(gates, model=model, gpu=gpu, engine=engine)

@@ -6,12 +6,14 @@ from typing import Any, Optional
 
 import typer
 
-from vmemplan.cli._common import console, emit, gpu_completion, reports_errors
+from vmemplan.cli._common import console, emit, gpu_completion, output_width, reports_errors
 from vmemplan.cli._options import (
     ChartOpt, ChartXOpt, GateOn, GateOnOpt, MinConcurrencyOpt, MinKvTokensOpt, ModelArg, NoColorOpt, SolveOpt, VaryOpt,
     with_engine_flags,
 )
 from vmemplan.errors import TargetNotMet, UsageError
+from vmemplan.render import SweepFormat, assert_never
+from vmemplan.sweep import DEFAULT_MAX_POINTS
 
 
 @reports_errors
@@ -30,7 +32,9 @@ def sweep(
     solve: SolveOpt = False,
     chart: ChartOpt = None,
     chart_x: ChartXOpt = None,
-    output_format: str = typer.Option("table", "--format", "-f", help="table, csv or json."),
+    output_format: SweepFormat = typer.Option(SweepFormat.table, "--format", "-f", help="table, csv or json."),
+    max_points: int = typer.Option(DEFAULT_MAX_POINTS, "--max-points", min=1,
+                                   help="Refuse a grid of more points than this (CSV streams any size)."),
     no_color: NoColorOpt = False,
     *,
     engine: dict[str, Any],
@@ -46,16 +50,14 @@ def sweep(
     from vmemplan.api import _spinner
     from vmemplan.registry import load_registry
     from vmemplan.sources import load_model_source
-    from vmemplan.sweep import OUTPUTS, SweepEvaluator, Target, flag_spec, parse_vary, run_sweep
+    from vmemplan.sweep import OUTPUTS, SweepEvaluator, Target, flag_spec, grid_size, iter_sweep, parse_vary
     from vmemplan.sweep import solve as solve_grid
     from vmemplan.units import parse_bytes
 
-    if output_format not in ("table", "csv", "json"):
-        raise UsageError(f"--format {output_format!r}: sweep writes table, csv or json")
     if not vary:
         raise UsageError("nothing to sweep: give at least one --vary FLAG=values",
                          hint="e.g. --vary max-model-len=8192,16384,32768")
-    varies = [parse_vary(v) for v in vary]
+    varies = [parse_vary(v, max_points) for v in vary]
     varied = [v.flag.field for v in varies]
     if len(set(varied)) != len(varied):
         raise UsageError("the same flag is varied twice")
@@ -88,37 +90,53 @@ def sweep(
         if x_field not in varied:
             raise UsageError(f"--chart-x {chart_x!r} is not a varied flag")
 
+    total = grid_size(varies)
+    if total > max_points:
+        raise UsageError(f"the grid has {total:,} points, more than --max-points {max_points:,}",
+                         hint=f"vary fewer values, or pass --max-points {total} if you mean it")
     registry = load_registry()
-    progress = _spinner if output_format == "table" else None
+    progress = _spinner if output_format is SweepFormat.table else None
     source = load_model_source(model, revision=revision, bundled_dir=registry.models_dir, progress=progress)
     evaluator = SweepEvaluator({k: v for k, v in base.items() if k != "gpu" or v is not None},
                                registry=registry, source=source, request_tokens=request_tokens)
-    points = run_sweep(evaluator, varies)
-    result = solve_grid(points, varies, target) if target is not None else None
-
+    stream = iter_sweep(evaluator, varies, max_points)
     fixed = {k: v for k, v in base.items() if v is not None and k != "model"}
-    if output_format == "csv":
+    if output_format is SweepFormat.csv and target is None and chart is None:
+        import sys
+
+        from vmemplan.render.sweep import sweep_csv_lines
+
+        for line in sweep_csv_lines(stream, varied, with_concurrency=request_tokens is not None):
+            sys.stdout.write(line)  # row by row: memory stays flat however long the sweep
+        sys.stdout.flush()
+        return
+    points = list(stream)
+    result = solve_grid(points, varies, target) if target is not None else None
+    if output_format is SweepFormat.csv:
         from vmemplan.render.sweep import sweep_csv
 
         emit(sweep_csv(points, varied, with_concurrency=request_tokens is not None))
-    elif output_format == "json":
+    elif output_format is SweepFormat.json:
         from vmemplan.render.json_out import dumps
         from vmemplan.render.sweep import sweep_json
 
         emit(dumps(sweep_json(points, varied, model=source.model_id, base=fixed, solve=result,
                               request_tokens=request_tokens)))
-    else:
+    elif output_format is SweepFormat.table:
         from vmemplan.render.sweep import render_solve, sweep_chart, sweep_table
 
         out = console(no_color=no_color)
         title = (f"{source.model_id}: {len(points):,} points"
                  + (" — " + ", ".join(f"{k}={v}" for k, v in fixed.items()) if fixed else ""))
-        out.print(sweep_table(points, varied, title=title, with_concurrency=request_tokens is not None))
+        out.print(sweep_table(points, varied, title=title, with_concurrency=request_tokens is not None,
+                              width=output_width()))
         if chart is not None:
             out.print(sweep_chart(points, varies, chart, x_field))
         if result is not None:
             out.print(render_solve(result, varied))
-    if chart is not None and output_format != "table":
+    else:
+        assert_never(output_format)
+    if chart is not None and output_format is not SweepFormat.table:
         from vmemplan.render.sweep import sweep_chart
 
         console(stderr=True, no_color=no_color).print(sweep_chart(points, varies, chart, x_field))

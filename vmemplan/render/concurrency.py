@@ -16,6 +16,8 @@ __all__ = ["concurrency_json", "simulation_json", "render_concurrency", "concurr
 
 SCHEMA_VERSION = 1
 _SPARK = "▁▂▃▄▅▆▇█"
+#: One glyph per binding limit, so that the chart reads the same without colour (NO_COLOR).
+_BAR_GLYPH = {"max_num_seqs": "█", "kv_cache": "▒"}
 
 
 def _fmt(n: int | None) -> str:
@@ -109,11 +111,11 @@ def concurrency_chart(report: ConcurrencyReport, width: int = 50) -> RenderableT
         cells = round(math.log2(r.effective + 1) / scale * width) if r.effective else 0
         colour = "blue" if r.binding == "max_num_seqs" else "green"
         text.append(f"{r.request_tokens:>{label_w},} │")
-        text.append("█" * cells, style=colour)
+        text.append(_BAR_GLYPH[r.binding] * cells, style=colour)
         text.append(f" {r.effective:,}" + (" (max_num_seqs)" if r.binding == "max_num_seqs" else " (KV pool)") + "\n")
-    text.append("■ ", style="blue")
+    text.append(_BAR_GLYPH["max_num_seqs"] + " ", style="blue")
     text.append("capped by --max-num-seqs  ")
-    text.append("■ ", style="green")
+    text.append(_BAR_GLYPH["kv_cache"] + " ", style="green")
     text.append("capped by the KV pool\n")
     return text
 

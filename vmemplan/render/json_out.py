@@ -6,6 +6,9 @@ import json
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from vmemplan.gates import Gate
     from vmemplan.result import MemoryPlan
 
 __all__ = ["dumps", "plan_json"]
@@ -15,9 +18,10 @@ def dumps(data: Any) -> str:
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
-def plan_json(plan: MemoryPlan) -> dict[str, Any]:
+def plan_json(plan: MemoryPlan, gates: Sequence[Gate] | None = None) -> dict[str, Any]:
     """The plan's JSON contract, with the startup lines its release would print (``log_lines``,
-    after ``warnings``, as schema 1 has always placed them)."""
+    after ``warnings``, as schema 1 has always placed them), and the gates (``gates``: one
+    ``{name, target, value, ok}`` per --min-* flag given; empty when none was)."""
     from vmemplan.render.vllm_log import log_lines
 
     out: dict[str, Any] = {}
@@ -27,4 +31,5 @@ def plan_json(plan: MemoryPlan) -> dict[str, Any]:
         out[key] = value
     if "log_lines" not in out:
         out["log_lines"] = log_lines(plan)
+    out["gates"] = [g.to_json() for g in gates or ()]
     return out

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from vmemplan.units import GIB
@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
     from vmemplan.sweep import SolveResult, SweepPoint, Vary
 
-__all__ = ["sweep_csv", "sweep_json", "sweep_table", "sweep_chart", "render_solve", "CSV_OUTPUTS", "TABLE_ROW_LIMIT"]
+__all__ = ["sweep_csv", "sweep_csv_lines", "sweep_json", "sweep_table", "sweep_chart", "render_solve", "CSV_OUTPUTS", "TABLE_ROW_LIMIT"]
 
 SCHEMA_VERSION = 1
 CSV_OUTPUTS = ("weights_bytes", "available_kv_cache_bytes", "kv_cache_tokens", "max_concurrency", "starts",
@@ -30,16 +30,28 @@ def _csv_value(v: Any) -> Any:
     return v
 
 
+def _csv_outputs(with_concurrency: bool) -> list[str]:
+    return list(CSV_OUTPUTS) + (["concurrency_at_request_tokens"] if with_concurrency else []) + ["error"]
+
+
+def _csv_line(row: Sequence[Any]) -> str:
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerow(row)
+    return buf.getvalue()
+
+
+def sweep_csv_lines(points: Iterable[SweepPoint], varied: Sequence[str], *,
+                    with_concurrency: bool = False) -> Iterator[str]:
+    """The CSV one line at a time (header first), so that a long sweep streams in flat memory."""
+    outputs = _csv_outputs(with_concurrency)
+    yield _csv_line([*varied, *outputs])
+    for p in points:
+        yield _csv_line([_csv_value(p.values.get(f)) for f in varied] + [_csv_value(getattr(p, o)) for o in outputs])
+
+
 def sweep_csv(points: Sequence[SweepPoint], varied: Sequence[str], *, with_concurrency: bool = False) -> str:
     """Header: the varied flags (vLLM's names, underscores), then the outputs; one row a point."""
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    outputs = list(CSV_OUTPUTS) + (["concurrency_at_request_tokens"] if with_concurrency else []) + ["error"]
-    w.writerow([*varied, *outputs])
-    for p in points:
-        w.writerow([_csv_value(p.values.get(f)) for f in varied]
-                   + [_csv_value(getattr(p, o)) for o in outputs])
-    return buf.getvalue()
+    return "".join(sweep_csv_lines(points, varied, with_concurrency=with_concurrency))
 
 
 def sweep_json(points: Sequence[SweepPoint], varied: Sequence[str], *, model: str, base: dict[str, Any],
@@ -73,30 +85,38 @@ def _cell(field: str, v: Any) -> str:
 
 
 def sweep_table(points: Sequence[SweepPoint], varied: Sequence[str], *, title: str,
-                with_concurrency: bool = False, limit: int = TABLE_ROW_LIMIT) -> RenderableType:
+                with_concurrency: bool = False, limit: int = TABLE_ROW_LIMIT, width: int = 100) -> RenderableType:
+    """The points as a table that fits ``width`` columns: figures are never cut; the byte columns
+    and vLLM's fractional concurrency are left out first when space runs short."""
     from rich.console import Group
-    from rich.table import Table
     from rich.text import Text
 
-    t = Table(title=title, title_justify="left")
-    for f in varied:
-        t.add_column(f)
+    from vmemplan.render.fit import Col, fit_table
+
     cols = ["weights_bytes", "available_kv_cache_bytes", "kv_cache_tokens", "max_concurrency"]
     if with_concurrency:
         cols.append("concurrency_at_request_tokens")
-    heads = {"weights_bytes": "weights", "available_kv_cache_bytes": "KV pool", "kv_cache_tokens": "KV tokens",
-             "max_concurrency": "concurrency @max_model_len", "concurrency_at_request_tokens": "concurrency @request"}
-    for c in cols:
-        t.add_column(heads[c], justify="right")
-    t.add_column("starts")
+    heads = {"weights_bytes": Col("weights", justify="right", drop=3),
+             "available_kv_cache_bytes": Col("KV pool", justify="right", drop=4),
+             "kv_cache_tokens": Col("KV tokens", justify="right"),
+             "max_concurrency": Col("concurrency @max_model_len", justify="right", short="conc. @max len", drop=2),
+             "concurrency_at_request_tokens": Col("concurrency @request", justify="right", short="conc. @request")}
+    spec = [Col(f) for f in varied] + [heads[c] for c in cols] + [Col("starts")]
     shown = points if len(points) <= limit else list(points[: limit // 2]) + list(points[-limit // 2:])
+    rows: list[list[str]] = []
+    styles: list[str | None] = []
     for i, p in enumerate(shown):
         if len(points) > limit and i == limit // 2:
-            t.add_row(*(["…"] * (len(varied) + len(cols) + 1)))
+            rows.append(["…"] * len(spec))
+            styles.append(None)
         status = "yes" if p.starts else ("refused" if p.error else "no")
-        t.add_row(*[_cell(f, p.values.get(f)) for f in varied], *[_cell(c, getattr(p, c)) for c in cols], status,
-                  style=None if p.starts else "red")
-    parts: list[Any] = [t]
+        rows.append([_cell(f, p.values.get(f)) for f in varied] + [_cell(c, getattr(p, c)) for c in cols] + [status])
+        styles.append(None if p.starts else "red")
+    t, dropped = fit_table(spec, rows, width, row_styles=styles)
+    parts: list[Any] = [Text(title, style="bold"), t]
+    if dropped:
+        parts.append(Text(f"left out to fit {width} columns: {', '.join(dropped)} (--format csv or json has them)",
+                          style="dim"))
     why: dict[str, int] = {}
     for p in points:
         if not p.starts:

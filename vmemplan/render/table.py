@@ -10,6 +10,7 @@ from vmemplan.units import GIB
 if TYPE_CHECKING:
     from rich.console import RenderableType
 
+    from vmemplan.concurrency import Headline
     from vmemplan.result import MemoryPlan
 
 __all__ = ["render_table", "render_tree", "memory_bar", "segments"]
@@ -42,28 +43,41 @@ def segments(plan: MemoryPlan) -> list[tuple[str, int, str]]:
     return [s for s in segs if s[1] > 0]
 
 
-def memory_bar(plan: MemoryPlan, width: int = 60) -> RenderableType:
-    """A proportional bar of one rank's memory, with a legend."""
+def memory_bar(plan: MemoryPlan, width: int = 60, columns: int = 80) -> RenderableType:
+    """A proportional bar of one rank's memory, with a legend packed into ``columns`` so that no
+    entry (a label and its figure) is ever split across lines."""
     from rich.text import Text
 
-    total = plan.gpu_total_memory_bytes
     segs = segments(plan)
+    # a plan whose parts exceed the GPU (weights that do not fit) is drawn to the parts' scale
+    total = max(plan.gpu_total_memory_bytes, sum(n for _, n, _ in segs))
     text = Text()
     used_cells = 0
+    width = min(width, columns)
     for i, (label, n, colour) in enumerate(segs):
         cells = round(n / total * width) if i < len(segs) - 1 else max(width - used_cells, 0)
         cells = max(cells, 1) if n > 0 else 0
         text.append(_GLYPHS.get(label, "█") * cells, style=colour)
         used_cells += cells
-    text.append("\n")
+    line = 0
     for label, n, colour in segs:
+        entry = f"{label} {_g(n)} GiB"
+        need = len(entry) + 2
+        if line == 0 or line + 2 + need > columns:
+            text.append("\n")
+            line = 0
+        else:
+            text.append("  ")
+            line += 2
         text.append(_GLYPHS.get(label, "■") + " ", style=colour)
-        text.append(f"{label} {_g(n)} GiB  ")
+        text.append(entry)
+        line += need
     return text
 
 
-def render_tree(plan: MemoryPlan) -> RenderableType:
-    """One rank's memory as a tree: total → outside the budget / the budget → its parts."""
+def render_tree(plan: MemoryPlan, headline: Headline | None = None, columns: int = 80) -> RenderableType:
+    """One rank's memory as a tree: total → outside the budget / the budget → its parts (between
+    two verdict lines when ``headline`` is given)."""
     from rich.console import Group
     from rich.tree import Tree
 
@@ -92,20 +106,37 @@ def render_tree(plan: MemoryPlan) -> RenderableType:
                f"{kv.num_blocks:,} blocks, {kv.tokens:,} tokens, {kv.max_concurrency:.2f}× at "
                f"{e.max_model_len:,} tokens"
                + (f" (band: {band.tokens_range[0]:,} – {band.tokens_range[1]:,} tokens)" if band is not None else ""))
-    return Group(tree, memory_bar(plan))
+    parts: list[RenderableType] = [tree, memory_bar(plan, columns=columns)]
+    if headline is not None:
+        verdict = _verdict(headline)
+        parts = [verdict, *parts, verdict]
+    return Group(*parts)
 
 
-def render_table(plan: MemoryPlan) -> RenderableType:
-    """The default view: the per-rank breakdown, the verdict, vLLM's lines and the bar."""
+def _verdict(headline: Headline) -> RenderableType:
+    from rich.text import Text
+
+    from vmemplan.render.verdict import verdict_line
+
+    style = ("yellow" if headline.outcome == "may_not_start" else "green" if headline.starts else "bold red")
+    return Text(verdict_line(headline), style=style)
+
+
+def render_table(plan: MemoryPlan, headline: Headline | None = None, columns: int = 80) -> RenderableType:
+    """The default view: the verdict line, the per-rank breakdown, vLLM's lines, the bar, and the
+    verdict line again (first and last, where the eye lands)."""
     from rich.console import Group
+    from rich.padding import Padding
     from rich.table import Table
     from rich.text import Text
 
     r = plan.per_rank
     e = plan.engine
     kinds = {p.figure: p.kind for p in plan.provenance}
-    table = Table(title=f"{plan.model_id} on {plan.gpu_name} — vLLM {plan.vllm_version} rules "
-                        f"(pack {plan.rules_pack}), per rank", title_justify="left")
+    # the title as its own line: a table title wraps at the table's width and would split it
+    title = Text(f"{plan.model_id} on {plan.gpu_name} — vLLM {plan.vllm_version} rules "
+                 f"(pack {plan.rules_pack}), per rank", style="italic")
+    table = Table()
     table.add_column("figure")
     table.add_column("GiB", justify="right")
     table.add_column("bytes", justify="right")
@@ -149,23 +180,15 @@ def render_table(plan: MemoryPlan) -> RenderableType:
         kvt.add_row("fixed bytes per request", f"{kv.sequence_fixed_bytes:,}")
     if kv.request_bytes is not None:
         kvt.add_row(f"one {kv.request_tokens:,}-token request", f"{kv.request_bytes:,} bytes")
-    v = plan.verdict
-    if v.outcome == "may_not_start":
-        where = "starts" if v.starts else "does not start"
-        verdict = Text(f"? vLLM may not start: the central estimate {where}"
-                       + (f" ({kv.tokens:,} tokens of KV cache)" if v.starts else f" ({v.reason})")
-                       + " but the error band straddles the line"
-                       + ("" if band is None else f" (low end: {band.tokens_range[0]:,} tokens)" if v.starts
-                          else f" (high end: {band.tokens_range[1]:,} tokens)"), style="yellow")
-    elif v.starts:
-        verdict = Text(f"✔ vLLM would start: {kv.tokens:,} tokens of KV cache, "
-                       f"{kv.max_concurrency:.2f}× concurrency at {e.max_model_len:,} tokens", style="green")
-    else:
-        extra = f" Largest max_model_len that fits: {v.max_model_len_that_fits:,}." if v.max_model_len_that_fits else ""
-        verdict = Text(f"✘ vLLM would not start: {v.reason}.{extra}", style="bold red")
-    parts: list[RenderableType] = [table, kvt, verdict]
+    if headline is None:
+        from vmemplan.concurrency import headline as make_headline
+
+        headline = make_headline(plan)
+    verdict = _verdict(headline)
+    parts: list[RenderableType] = [verdict, Text(""), title, table, kvt]
     parts.append(Text("\nvLLM would log:", style="bold"))
-    parts.extend(Text("  " + line) for line in log_lines(plan))
+    # a long line wraps inside its indent, so the lines stay told apart
+    parts.extend(Padding(Text(line), (0, 0, 0, 2), expand=False) for line in log_lines(plan))
     if plan.defaulted:
         parts.append(Text("\ndefaults applied (" + plan.rules_pack + "): " + ", ".join(
             f"{name}={getattr(e, name, None)}" for name in plan.defaulted), style="dim"))
@@ -174,5 +197,7 @@ def render_table(plan: MemoryPlan) -> RenderableType:
     for n in plan.notes:
         parts.append(Text(f"note: {n}", style="dim"))
     parts.append(Text(""))
-    parts.append(memory_bar(plan))
+    parts.append(memory_bar(plan, columns=columns))
+    parts.append(Text(""))
+    parts.append(verdict)
     return Group(*parts)

@@ -305,96 +305,93 @@ class _BlockIds:
         return len(self.owned.get(req, ()))
 
 
-def simulate(config: SimConfig, traffic: RequestsIn, *, check: bool = False) -> SimResult:
-    """Run the scheduler loop until every request has finished (or ``config.max_steps``).
-
-    ``traffic`` is a :class:`~vmemplan.sim.traffic.Traffic` or a sequence of
-    :class:`~vmemplan.sim.traffic.RequestSpec`.  ``check=True`` tracks real block ids and asserts
-    the invariants every step (slower; for tests).
-
-    Raises :class:`~vmemplan.errors.UsageError` when a request could never run: its largest
-    footprint, ``ceil((prompt + output - 1) / block_size) + fixed`` blocks (the last sampled token
-    never needs a slot), exceeds the usable pool -- vLLM refuses to start in that case.
-    """
-    specs = _requests_of(traffic)
-    n_req = len(specs)
-    bs = config.block_size
-    fixed = config.fixed_blocks_per_request
-    usable = config.usable_blocks
-    mnbt = config.max_num_batched_tokens
-    max_seqs = config.max_num_seqs
-    lpt = config.long_prefill_token_threshold or 0
-    wm_blocks = config.watermark_blocks
-    max_steps = config.max_steps
-
-    prompt = [s.prompt_tokens for s in specs]
-    out_max = [s.output_tokens for s in specs]
-    arrive = [s.arrival_step for s in specs]
-    for i in range(n_req):
-        largest = -(-(prompt[i] + out_max[i] - 1) // bs) + fixed
+def _check_fits(specs: Sequence[RequestSpec], config: SimConfig) -> None:
+    """Refuse a request that could never run: its largest footprint exceeds the usable pool."""
+    bs, fixed, usable = config.block_size, config.fixed_blocks_per_request, config.usable_blocks
+    for i, s in enumerate(specs):
+        largest = -(-(s.prompt_tokens + s.output_tokens - 1) // bs) + fixed
         if largest > usable:
             raise UsageError(
-                f"request {i} ({prompt[i]} prompt + {out_max[i]} output tokens) needs {largest} blocks, "
+                f"request {i} ({s.prompt_tokens} prompt + {s.output_tokens} output tokens) needs {largest} blocks, "
                 f"more than the {usable} usable blocks of the pool",
                 hint="shorten the requests or enlarge the pool; vLLM would not start with a max-model-len that does not fit",
             )
 
-    comp = [0] * n_req  # tokens whose KV is computed (reset to 0 by preemption)
-    gen = [0] * n_req  # output tokens sampled so far (kept across preemption)
-    held = [0] * n_req  # KV blocks held, fixed blocks excluded
-    last_emit = [-1] * n_req
-    first_tok: list[int | None] = [None] * n_req
-    finish: list[int | None] = [None] * n_req
-    npre = [0] * n_req
 
-    order = sorted(range(n_req), key=lambda i: (arrive[i], i))
-    ai = 0
-    waiting: deque[int] = deque()
-    running: dict[int, None] = {}  # insertion-ordered set: admission order, popitem() = newest
-    free = usable
-    preemptions = 0
-    completed = 0
+class _Run:
+    """The scheduler loop's state and its steps (see the module docstring for what each does).
 
-    s_pre: list[int] = []
-    s_dec: list[int] = []
-    s_kv: list[int] = []
-    s_run: list[int] = []
-    s_wait: list[int] = []
-    s_used: list[int] = []
-    s_preempt: list[int] = []
-    s_ones: list[int] = []
-    long_gaps: list[tuple[int, int]] = []
-    ttft_counts: dict[int, int] = {}
+    Per-request figures live in parallel lists indexed by request; ``running`` is an
+    insertion-ordered set (admission order, ``popitem()`` = the newest)."""
 
-    ids = _BlockIds(usable) if check else None
-    scheduled_total = [0] * n_req if check else None
-    discarded_total = [0] * n_req if check else None
+    def __init__(self, config: SimConfig, specs: Sequence[RequestSpec], check: bool) -> None:
+        n = len(specs)
+        self.config = config
+        self.n_req = n
+        self.bs = config.block_size
+        self.fixed = config.fixed_blocks_per_request
+        self.usable = config.usable_blocks
+        self.check = check
+        self.prompt = [s.prompt_tokens for s in specs]
+        self.out_max = [s.output_tokens for s in specs]
+        self.arrive = [s.arrival_step for s in specs]
+        self.comp = [0] * n  # tokens whose KV is computed (reset to 0 by preemption)
+        self.gen = [0] * n  # output tokens sampled so far (kept across preemption)
+        self.held = [0] * n  # KV blocks held, fixed blocks excluded
+        self.last_emit = [-1] * n
+        self.first_tok: list[int | None] = [None] * n
+        self.finish: list[int | None] = [None] * n
+        self.npre = [0] * n
+        self.order = sorted(range(n), key=lambda i: (self.arrive[i], i))
+        self.ai = 0
+        self.waiting: deque[int] = deque()
+        self.running: dict[int, None] = {}
+        self.free = self.usable
+        self.preemptions = 0
+        self.completed = 0
+        # the per-step series, in StepSeries order
+        self.series: tuple[list[int], ...] = tuple([] for _ in range(8))
+        self.long_gaps: list[tuple[int, int]] = []
+        self.ttft_counts: dict[int, int] = {}
+        self.ids = _BlockIds(self.usable) if check else None
+        self.scheduled_total = [0] * n if check else None
+        self.discarded_total = [0] * n if check else None
 
-    t = 0
-    while t < max_steps:
-        while ai < n_req and arrive[order[ai]] <= t:
-            waiting.append(order[ai])
-            ai += 1
-        if not running and not waiting:
-            if ai >= n_req:
-                break
-            # Idle until the next arrival: record empty steps.
-            nxt = min(arrive[order[ai]], max_steps)
-            gap = nxt - t
-            for lst in (s_pre, s_dec, s_kv, s_run, s_wait, s_used, s_preempt, s_ones):
-                lst.extend([0] * gap)
-            t = nxt
-            continue
+    # -- 1. arrivals ------------------------------------------------------------------------
+    def arrivals(self, t: int) -> None:
+        order, arrive = self.order, self.arrive
+        while self.ai < self.n_req and arrive[order[self.ai]] <= t:
+            self.waiting.append(order[self.ai])
+            self.ai += 1
 
-        budget = mnbt
-        thr = lpt if (len(running) + len(waiting)) > 1 else 0
-        step_preempt = 0
-        sched: list[tuple[int, int]] = []
+    def idle_until_next_arrival(self, t: int) -> int:
+        """Record empty steps until the next arrival (or max_steps); the step to resume at."""
+        nxt = min(self.arrive[self.order[self.ai]], self.config.max_steps)
+        for lst in self.series:
+            lst.extend([0] * (nxt - t))
+        return nxt
 
-        # 1. RUNNING requests, in admission order.
+    # -- 3. running requests ----------------------------------------------------------------
+    def _preempt_newest(self) -> int:
+        v, _ = self.running.popitem()
+        self.free += self.held[v] + self.fixed
+        if self.check:
+            self.discarded_total[v] += self.comp[v]  # type: ignore[index]
+            self.ids.release(v)  # type: ignore[union-attr]
+        self.held[v] = 0
+        self.comp[v] = 0
+        self.waiting.appendleft(v)
+        self.npre[v] += 1
+        self.preemptions += 1
+        return v
+
+    def schedule_running(self, budget: int, thr: int, sched: list[tuple[int, int]]) -> tuple[int, int]:
+        """RUNNING requests in admission order; returns (budget left, requests preempted)."""
+        comp, gen, prompt, held, bs = self.comp, self.gen, self.prompt, self.held, self.bs
+        preempted = 0
         pos = 0
-        for r in list(running):
-            if budget <= 0 or pos >= len(running):
+        for r in list(self.running):
+            if budget <= 0 or pos >= len(self.running):
                 break
             c = comp[r]
             n = prompt[r] + gen[r] - c
@@ -403,61 +400,57 @@ def simulate(config: SimConfig, traffic: RequestsIn, *, check: bool = False) -> 
             if n > budget:
                 n = budget
             need = -(-(c + n) // bs) - held[r]
-            if need > free:
+            if need > self.free:
                 self_preempted = False
-                while need > free:
-                    v, _ = running.popitem()
-                    free += held[v] + fixed
-                    if check:
-                        discarded_total[v] += comp[v]
-                        ids.release(v)
-                    held[v] = 0
-                    comp[v] = 0
-                    waiting.appendleft(v)
-                    npre[v] += 1
-                    preemptions += 1
-                    step_preempt += 1
+                while need > self.free:
+                    v = self._preempt_newest()
+                    preempted += 1
                     if v == r:
                         self_preempted = True
                         break
                 if self_preempted:
                     break
             if need > 0:
-                free -= need
+                self.free -= need
                 held[r] += need
-                if check:
-                    ids.take(r, need)
+                if self.check:
+                    self.ids.take(r, need)  # type: ignore[union-attr]
             budget -= n
             sched.append((r, n))
             pos += 1
+        return budget, preempted
 
-        # 2. WAITING requests, only if this step preempted nobody.
-        if not step_preempt:
-            while waiting and budget > 0 and len(running) < max_seqs:
-                r = waiting[0]
-                ntok = prompt[r] + gen[r]
-                full = -(-ntok // bs) + fixed
-                if full + (wm_blocks if running else 0) > free:
-                    break
-                n = ntok
-                if 0 < thr < n:
-                    n = thr
-                if n > budget:
-                    n = budget
-                kv_need = -(-n // bs)
-                waiting.popleft()
-                running[r] = None
-                held[r] = kv_need
-                free -= kv_need + fixed
-                if check:
-                    ids.take(r, kv_need + fixed)
-                budget -= n
-                sched.append((r, n))
+    # -- 4. admissions ----------------------------------------------------------------------
+    def schedule_waiting(self, budget: int, thr: int, sched: list[tuple[int, int]]) -> None:
+        """WAITING requests in order while the budget, max_num_seqs and the full-sequence gate allow."""
+        waiting, running, bs, fixed = self.waiting, self.running, self.bs, self.fixed
+        wm_blocks, max_seqs = self.config.watermark_blocks, self.config.max_num_seqs
+        while waiting and budget > 0 and len(running) < max_seqs:
+            r = waiting[0]
+            ntok = self.prompt[r] + self.gen[r]
+            full = -(-ntok // bs) + fixed
+            if full + (wm_blocks if running else 0) > self.free:
+                break
+            n = ntok
+            if 0 < thr < n:
+                n = thr
+            if n > budget:
+                n = budget
+            kv_need = -(-n // bs)
+            waiting.popleft()
+            running[r] = None
+            self.held[r] = kv_need
+            self.free -= kv_need + fixed
+            if self.check:
+                self.ids.take(r, kv_need + fixed)  # type: ignore[union-attr]
+            budget -= n
+            sched.append((r, n))
 
-        used = usable - free
-        n_running = len(running)
-
-        # 3. The forward pass, then 4. finishes.
+    # -- 5. the forward pass and finishes -----------------------------------------------------
+    def forward(self, t: int, sched: list[tuple[int, int]]) -> tuple[int, int, int, int]:
+        """Advance every scheduled request; returns (prefill tokens, decode requests, KV tokens
+        read, tokens emitted one step after the previous one)."""
+        comp, gen, prompt = self.comp, self.gen, self.prompt
         pre_tok = dec_req = kv_read = ones = 0
         for r, n in sched:
             c = comp[r]
@@ -470,89 +463,142 @@ def simulate(config: SimConfig, traffic: RequestsIn, *, check: bool = False) -> 
             c += n
             kv_read += c
             comp[r] = c
-            if check:
-                scheduled_total[r] += n
+            if self.check:
+                self.scheduled_total[r] += n  # type: ignore[index]
             if c == ntok:
-                g += 1
-                gen[r] = g
-                if g == 1:
-                    first_tok[r] = t
-                    d = t - arrive[r] + 1
-                    ttft_counts[d] = ttft_counts.get(d, 0) + 1
-                elif t - last_emit[r] == 1:
-                    ones += 1
-                else:
-                    long_gaps.append((last_emit[r], t))
-                last_emit[r] = t
-                if g == out_max[r]:
-                    del running[r]
-                    free += held[r] + fixed
-                    held[r] = 0
-                    if check:
-                        ids.release(r)
-                    finish[r] = t
-                    completed += 1
+                ones += self._sample(r, t)
+        return pre_tok, dec_req, kv_read, ones
 
-        s_pre.append(pre_tok)
-        s_dec.append(dec_req)
-        s_kv.append(kv_read)
-        s_run.append(n_running)
-        s_wait.append(len(waiting))
-        s_used.append(used)
-        s_preempt.append(step_preempt)
-        s_ones.append(ones)
+    def _sample(self, r: int, t: int) -> int:
+        """Request ``r`` samples a token at step ``t``; 1 when it follows the previous one at once."""
+        g = self.gen[r] + 1
+        self.gen[r] = g
+        one = 0
+        if g == 1:
+            self.first_tok[r] = t
+            d = t - self.arrive[r] + 1
+            self.ttft_counts[d] = self.ttft_counts.get(d, 0) + 1
+        elif t - self.last_emit[r] == 1:
+            one = 1
+        else:
+            self.long_gaps.append((self.last_emit[r], t))
+        self.last_emit[r] = t
+        if g == self.out_max[r]:
+            del self.running[r]
+            self.free += self.held[r] + self.fixed
+            self.held[r] = 0
+            if self.check:
+                self.ids.release(r)  # type: ignore[union-attr]
+            self.finish[r] = t
+            self.completed += 1
+        return one
 
-        if check:
-            assert 0 <= free <= usable, "pool over-allocated"
-            assert len(ids.free_ids) == free, "count view and id view disagree"
-            assert len(running) <= max_seqs
-            assert sum(n for _, n in sched) <= mnbt, "token budget exceeded"
-            for r in running:
-                assert ids.count(r) == held[r] + fixed
-                assert held[r] == -(-comp[r] // bs), "blocks held do not match computed tokens"
-            for r in waiting:
-                assert ids.count(r) == 0 and comp[r] == 0
-        t += 1
-        if completed == n_req:
-            break
+    def step(self, t: int) -> None:
+        """One scheduler step (2–5) at step ``t``, recorded in the series."""
+        budget = self.config.max_num_batched_tokens
+        lpt = self.config.long_prefill_token_threshold or 0
+        thr = lpt if (len(self.running) + len(self.waiting)) > 1 else 0
+        sched: list[tuple[int, int]] = []
+        budget, preempted = self.schedule_running(budget, thr, sched)
+        if not preempted:
+            self.schedule_waiting(budget, thr, sched)
+        used = self.usable - self.free
+        n_running = len(self.running)
+        pre_tok, dec_req, kv_read, ones = self.forward(t, sched)
+        for lst, value in zip(self.series, (pre_tok, dec_req, kv_read, n_running, len(self.waiting), used,
+                                            preempted, ones)):
+            lst.append(value)
+        if self.check:
+            self.check_step(sched)
 
-    if check and completed == n_req:
-        for r in range(n_req):
-            assert gen[r] == out_max[r]
+    # -- invariants (check=True) --------------------------------------------------------------
+    def check_step(self, sched: list[tuple[int, int]]) -> None:
+        ids = self.ids
+        assert ids is not None
+        assert 0 <= self.free <= self.usable, "pool over-allocated"
+        assert len(ids.free_ids) == self.free, "count view and id view disagree"
+        assert len(self.running) <= self.config.max_num_seqs
+        assert sum(n for _, n in sched) <= self.config.max_num_batched_tokens, "token budget exceeded"
+        for r in self.running:
+            assert ids.count(r) == self.held[r] + self.fixed
+            assert self.held[r] == -(-self.comp[r] // self.bs), "blocks held do not match computed tokens"
+        for r in self.waiting:
+            assert ids.count(r) == 0 and self.comp[r] == 0
+
+    def check_end(self) -> None:
+        assert self.ids is not None and self.scheduled_total is not None and self.discarded_total is not None
+        for r in range(self.n_req):
+            assert self.gen[r] == self.out_max[r]
             # Every token but the last sampled one is computed once per admission that kept it.
-            assert scheduled_total[r] == prompt[r] + out_max[r] - 1 + discarded_total[r], "tokens not conserved"
-        assert free == usable and not ids.owner, "blocks leaked"
+            assert self.scheduled_total[r] == self.prompt[r] + self.out_max[r] - 1 + self.discarded_total[r], \
+                "tokens not conserved"
+        assert self.free == self.usable and not self.ids.owner, "blocks leaked"
 
-    steps = len(s_pre)
-    traces = tuple(
-        RequestTrace(i, arrive[i], prompt[i], out_max[i], first_tok[i], finish[i], npre[i]) for i in range(n_req)
-    )
-    gap_counts: dict[int, int] = {1: sum(s_ones)}
-    for a, b in long_gaps:
-        gap_counts[b - a] = gap_counts.get(b - a, 0) + 1
-    peak_used = max(s_used) if s_used else 0
-    return SimResult(
-        config=config,
-        num_requests=n_req,
-        steps=steps,
-        preemptions=preemptions,
-        peak_running=max(s_run) if s_run else 0,
-        peak_pool_blocks_used=peak_used,
-        peak_pool_fraction=peak_used / usable,
-        completed=completed,
-        finished_all=completed == n_req,
-        requests=traces,
-        ttft_steps=weighted_percentiles(ttft_counts.items()),
-        itl_steps=weighted_percentiles(gap_counts.items()),
-        series=StepSeries(
-            prefill_tokens=tuple(s_pre),
-            decode_requests=tuple(s_dec),
-            kv_tokens_read=tuple(s_kv),
-            running=tuple(s_run),
-            waiting=tuple(s_wait),
-            pool_blocks_used=tuple(s_used),
-            preemptions=tuple(s_preempt),
-            single_step_tokens=tuple(s_ones),
-        ),
-        long_itl_gaps=tuple(long_gaps),
-    )
+    # -- the result ---------------------------------------------------------------------------
+    def result(self) -> SimResult:
+        s_pre, s_dec, s_kv, s_run, s_wait, s_used, s_preempt, s_ones = self.series
+        n_req = self.n_req
+        traces = tuple(
+            RequestTrace(i, self.arrive[i], self.prompt[i], self.out_max[i], self.first_tok[i], self.finish[i],
+                         self.npre[i]) for i in range(n_req)
+        )
+        gap_counts: dict[int, int] = {1: sum(s_ones)}
+        for a, b in self.long_gaps:
+            gap_counts[b - a] = gap_counts.get(b - a, 0) + 1
+        peak_used = max(s_used) if s_used else 0
+        return SimResult(
+            config=self.config,
+            num_requests=n_req,
+            steps=len(s_pre),
+            preemptions=self.preemptions,
+            peak_running=max(s_run) if s_run else 0,
+            peak_pool_blocks_used=peak_used,
+            peak_pool_fraction=peak_used / self.usable,
+            completed=self.completed,
+            finished_all=self.completed == n_req,
+            requests=traces,
+            ttft_steps=weighted_percentiles(self.ttft_counts.items()),
+            itl_steps=weighted_percentiles(gap_counts.items()),
+            series=StepSeries(
+                prefill_tokens=tuple(s_pre),
+                decode_requests=tuple(s_dec),
+                kv_tokens_read=tuple(s_kv),
+                running=tuple(s_run),
+                waiting=tuple(s_wait),
+                pool_blocks_used=tuple(s_used),
+                preemptions=tuple(s_preempt),
+                single_step_tokens=tuple(s_ones),
+            ),
+            long_itl_gaps=tuple(self.long_gaps),
+        )
+
+
+def simulate(config: SimConfig, traffic: RequestsIn, *, check: bool = False) -> SimResult:
+    """Run the scheduler loop until every request has finished (or ``config.max_steps``).
+
+    ``traffic`` is a :class:`~vmemplan.sim.traffic.Traffic` or a sequence of
+    :class:`~vmemplan.sim.traffic.RequestSpec`.  ``check=True`` tracks real block ids and asserts
+    the invariants every step (slower; for tests).
+
+    Raises :class:`~vmemplan.errors.UsageError` when a request could never run: its largest
+    footprint, ``ceil((prompt + output - 1) / block_size) + fixed`` blocks (the last sampled token
+    never needs a slot), exceeds the usable pool -- vLLM refuses to start in that case.
+    """
+    specs = _requests_of(traffic)
+    _check_fits(specs, config)
+    run = _Run(config, specs, check)
+    t = 0
+    while t < config.max_steps:
+        run.arrivals(t)
+        if not run.running and not run.waiting:
+            if run.ai >= run.n_req:
+                break
+            t = run.idle_until_next_arrival(t)
+            continue
+        run.step(t)
+        t += 1
+        if run.completed == run.n_req:
+            break
+    if check and run.completed == run.n_req:
+        run.check_end()
+    return run.result()

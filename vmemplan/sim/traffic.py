@@ -15,11 +15,16 @@ Text forms accepted by :func:`parse_dist` (all token counts are integers >= 1)::
 
 Any of the three random forms takes an optional ``:MAX`` suffix that clips the top.
 
-Arrival forms accepted by :func:`parse_arrival`::
+Arrival forms accepted by :func:`parse_arrival` (the Python API; RATE per scheduler step)::
 
     all-at-once              every request arrives at step 0
     poisson:RATE             Poisson process, RATE requests per scheduler step on average
     uniform:RATE             evenly spaced, RATE requests per scheduler step
+
+``--arrival-rate`` (:func:`parse_arrival_rate`) takes RATE in requests per **second**: ``2``,
+``2/s``, ``poisson:2`` or ``uniform:2``; a ``/step`` suffix (``poisson:0.05/step``) keeps the
+per-step unit.  A per-second rate becomes a per-step one with the simulation's own step time
+(:class:`PerSecond`, :func:`vmemplan.concurrency.simulate_arrivals`).
 """
 
 from __future__ import annotations
@@ -45,6 +50,8 @@ __all__ = [
     "Traffic",
     "parse_dist",
     "parse_arrival",
+    "parse_arrival_rate",
+    "PerSecond",
 ]
 
 _DIST_HINT = (
@@ -234,6 +241,51 @@ class Rate:
 
 
 Arrival = Union[AllAtOnce, Rate]
+
+
+@dataclass(frozen=True)
+class PerSecond:
+    """``requests_per_s`` arrivals per second: the simulation runs in steps, so it becomes a
+    :class:`Rate` through a step time (:meth:`per_step`)."""
+
+    requests_per_s: float
+    process: Literal["poisson", "uniform"] = "poisson"
+
+    def per_step(self, step_s: float) -> Rate:
+        """The same arrivals per scheduler step of ``step_s`` seconds."""
+        return Rate(self.requests_per_s * step_s, self.process)
+
+    def __str__(self) -> str:
+        return f"{self.process}:{self.requests_per_s:g}/s"
+
+
+_RATE_HINT = ("use all-at-once, a rate in requests per second (2, 2/s, poisson:2, uniform:2), "
+              "or per scheduler step with /step (poisson:0.05/step)")
+
+
+def parse_arrival_rate(text: str) -> AllAtOnce | Rate | PerSecond:
+    """``--arrival-rate``: all-at-once, ``RATE[/s]``, ``poisson:RATE[/s]``, ``uniform:RATE[/s]``
+    (requests per second), or any of them with ``/step`` (requests per scheduler step)."""
+    whole = str(text)
+    s = whole.strip().lower().replace(" ", "")
+    if s in ("all-at-once", "all", "burst", "at-once"):
+        return AllAtOnce()
+    process, _, rest = s.rpartition(":")
+    if process not in ("", "poisson", "uniform"):
+        raise UsageError(f"--arrival-rate {whole!r}: unknown process {process!r}", hint=_RATE_HINT)
+    unit = "s"
+    for suffix, u in (("/step", "step"), ("/s", "s"), ("/sec", "s")):
+        if rest.endswith(suffix):
+            rest, unit = rest[: -len(suffix)], u
+            break
+    try:
+        rate = float(rest)
+    except ValueError:
+        raise UsageError(f"--arrival-rate {whole!r}: {rest!r} is not a number", hint=_RATE_HINT) from None
+    if not math.isfinite(rate) or rate <= 0:
+        raise UsageError(f"--arrival-rate {whole!r}: the rate must be positive", hint=_RATE_HINT)
+    kind: Literal["poisson", "uniform"] = "uniform" if process == "uniform" else "poisson"
+    return Rate(rate, kind) if unit == "step" else PerSecond(rate, kind)
 
 
 def parse_arrival(text: str) -> Arrival:

@@ -1,0 +1,34 @@
+"""The README's examples are what `bench/update_readme.py` renders, at the width the README states."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _update_readme():
+    spec = importlib.util.spec_from_file_location("update_readme", ROOT / "bench" / "update_readme.py")
+    module = importlib.util.module_from_spec(spec)
+    assert spec.loader is not None
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_readme_states_the_width_it_is_rendered_at():
+    module = _update_readme()
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert f"rendered at {module.README_COLUMNS} columns" in readme
+    assert "fixed 100 columns" in readme
+
+
+def test_readme_size_example_is_current():
+    module = _update_readme()
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    body = re.search(r"<!-- BEGIN example-size -->\n(.*?)<!-- END example-size -->", readme, re.S).group(1)
+    vm = [module.sys.executable, "-m", "vmemplan"]
+    first = ["size", "meta-llama/Llama-3.1-8B", "--gpu", "h100", "--util", "0.92"]
+    expected = module.fence("vmemplan " + " ".join(first), module.run(vm + first))
+    assert body.startswith(expected), "README is stale: run python bench/update_readme.py --skip-startup"
