@@ -187,7 +187,8 @@ def concurrency(
 
         data = concurrency_json(report, plan, simulation=sim_json, speed=speed_rows, mm=mm_info)
         data["speed_model"] = {"estimate": True, "notes": list(setup.notes), "unavailable": setup.reason}
-        data["verdict"] = {"starts": plan.verdict.starts, "reason": plan.verdict.reason}
+        data["verdict"] = {"starts": plan.verdict.starts, "reason": plan.verdict.reason,
+                           "outcome": plan.verdict.outcome}
         data["gates"] = [g.to_json() for g in gates]
         emit(dumps(data))
     elif output_format is ConcurrencyFormat.table:
