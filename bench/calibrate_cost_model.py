@@ -35,11 +35,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from vmemplan.laws.activation import activation_peak_bytes  # noqa: E402
-from vmemplan.laws.overhead import (  # noqa: E402
-    cuda_graph_bytes,
-    non_torch_bytes,
-    parse_cost_model,
-)
+from vmemplan.laws.overhead import cuda_graph_bytes, non_torch_bytes
+from vmemplan.registry_schema import parse_cost_model
 
 GIB = 1 << 30
 

@@ -25,7 +25,6 @@ given (default: stdout).  What it measures, and which law each number checks:
 from __future__ import annotations
 
 import json
-import math
 import subprocess
 import sys
 import time
@@ -83,7 +82,7 @@ def cublas_workspace() -> dict:
 def _ordered_tensors(adapter, ctx):
     """Tensors in the order vLLM's model constructor creates them: embedding, then each layer's
     modules, then the final norm, LM head and rotary cache."""
-    from vmemplan.model_config import dtype_bytes
+    from vmemplan.core.units import dtype_bytes
 
     tensors = adapter.weight_tensors(ctx)
     layers = max((t.count for t in tensors if t.kind in ("linear", "expert")), default=0)
@@ -107,7 +106,7 @@ def _ordered_tensors(adapter, ctx):
 def weights(cases: list[dict]) -> list[dict]:
     from vmemplan.laws import weights as wl
     from vmemplan.model_config import ModelConfig
-    from vmemplan.models.base import GraphContext
+    from vmemplan.core.graph import GraphContext
     from vmemplan.models.dense import LlamaLike, Qwen2, Qwen3
 
     classes = {"Qwen2ForCausalLM": Qwen2, "Qwen3ForCausalLM": Qwen3, "LlamaForCausalLM": LlamaLike}

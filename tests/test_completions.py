@@ -17,7 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from vmemplan.cli._common import COMPLETION_SHELLS, completion_script, gpu_completion, model_completion
+from vmemplan.cli._common import gpu_completion, model_completion
+from vmemplan.cli.completions import SHELLS as COMPLETION_SHELLS
+from vmemplan.cli.completions import render as completion_script
 
 ROOT = Path(__file__).resolve().parents[1]
 COMPLETIONS = ROOT / "completions"

@@ -1,4 +1,4 @@
-"""The exit-code contract: one row per :class:`~vmemplan.errors.ExitCode`, run through ``main()``.
+"""The exit-code contract: one row per :class:`~vmemplan.core.errors.ExitCode`, run through ``main()``.
 
 Every failing run must leave exactly one ``error:`` line on stderr, optionally followed by one
 ``hint:`` line, and never a traceback; ``VMEMPLAN_DEBUG=1`` adds the traceback and keeps the code.
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from vmemplan.errors import ExitCode
+from vmemplan.core.errors import ExitCode
 
 ROOT = Path(__file__).resolve().parents[1]
 LOGS = ROOT / "tests" / "fixtures" / "logs"

@@ -1,7 +1,7 @@
 """Every input the fuzzers (tests/fuzz, slow) ever broke vmemplan with, as a fast regular test.
 
 The property is the fuzzers' one: an input either works or raises a
-:class:`~vmemplan.errors.VmemplanError` -- never another exception, which would reach a user as
+:class:`~vmemplan.core.errors.VmemplanError` -- never another exception, which would reach a user as
 a traceback (exit 1).  Rows whose bug is not fixed yet are strict xfails naming the module that
 must change; when it is fixed the row XPASSes, which fails: set ``fixed=True`` on the row in
 ``tests/fuzz/_harness.py`` (the fuzzers then stop tolerating it).
@@ -24,7 +24,7 @@ from _harness import (  # noqa: E402
     raising_site,
 )
 
-from vmemplan.errors import UsageError, VmemplanError  # noqa: E402
+from vmemplan.core.errors import UsageError, VmemplanError  # noqa: E402
 
 
 def _mutated(bug: Bug) -> dict[str, Any]:

@@ -72,7 +72,7 @@ def test_wheel_holds_the_completions(wheel_names: set[str]) -> None:
 
 def test_wheel_holds_the_package_and_nothing_else(wheel_names: set[str]) -> None:
     for name in ("vmemplan/__init__.py", "vmemplan/__main__.py", "vmemplan/_version.py", "vmemplan/cli/__init__.py",
-                 "vmemplan/api.py", "vmemplan/errors.py"):
+                 "vmemplan/api.py", "vmemplan/core/errors.py"):
         assert name in wheel_names, name
     for name in wheel_names:
         assert name.startswith(("vmemplan/", f"vmemplan-{_version()}.dist-info/")), name

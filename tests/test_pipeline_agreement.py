@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from vmemplan import pipeline
 from vmemplan.api import plan_from_flags, resolve_request
-from vmemplan.errors import VmemplanError
+from vmemplan.core.errors import VmemplanError
 from vmemplan.registry import load_registry
 from vmemplan.sources import load_model_source
 from vmemplan.sweep import SweepEvaluator

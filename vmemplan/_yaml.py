@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-__all__ = ["load_yaml_file", "cache_dir"]
+__all__ = ["load_yaml_file", "cache_dir", "safe_load_text", "yaml_error"]
 
 _CACHE_VERSION = b"1"
 
@@ -60,3 +60,17 @@ def load_yaml_file(path: Path) -> Any:
         except (OSError, ValueError):  # unwritable cache or non-plain data: just do not cache
             pass
     return data
+
+
+def safe_load_text(text: str) -> Any:
+    """``yaml.safe_load`` of a string, uncached (PyYAML imported on first use)."""
+    import yaml
+
+    return yaml.safe_load(text)
+
+
+def yaml_error() -> type[Exception]:
+    """PyYAML's base error class, for ``except`` clauses outside this module."""
+    import yaml
+
+    return yaml.YAMLError

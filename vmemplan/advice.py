@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from vmemplan.errors import VmemplanError
+from vmemplan.core.errors import VmemplanError
 from vmemplan.result import MemoryPlan
 
 __all__ = ["Fixes", "find_fixes", "highest_util"]

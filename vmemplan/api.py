@@ -15,7 +15,7 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
-from vmemplan.errors import UsageError
+from vmemplan.core.errors import UsageError
 from vmemplan.result import MemoryPlan
 
 __all__ = ["plan", "plan_from_flags", "resolve_request", "plan_with_request", "SpeedSetup", "speed_setup"]
@@ -35,8 +35,8 @@ def _spinner(message: str) -> Iterator[None]:
 
 def resolve_request(*, spinner: bool = False, **flags: Any) -> Any:
     """Build :class:`~vmemplan.resolve.PlanInputs` from flags and resolve it."""
+    from vmemplan.core.units import parse_bytes
     from vmemplan.resolve import PlanInputs, resolve
-    from vmemplan.units import parse_bytes
 
     kv_mem = flags.pop("kv_cache_memory", None)
     if isinstance(kv_mem, str):

@@ -37,8 +37,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from vmemplan.errors import UsageError
-from vmemplan.units import cdiv
+from vmemplan.core.errors import UsageError
+from vmemplan.core.graph import GraphContext
+from vmemplan.core.units import cdiv
+from vmemplan.sim import SimConfig
 
 __all__ = [
     "Binding",
@@ -522,8 +524,6 @@ _TOP_K_KEYS = ("num_experts_per_tok", "moe_topk", "num_experts_per_token", "top_
 def active_parameters(adapter: Any) -> tuple[int, str]:
     """Parameters one token passes through: every non-expert tensor plus ``top_k / num_experts``
     of the routed-expert tensors (tp 1).  Dense models: all parameters."""
-    from vmemplan.models.base import GraphContext
-
     cfg = adapter.config
     tensors = [t for t in adapter.weight_tensors(GraphContext(model_dtype=cfg.torch_dtype)) if t.kind != "buffer"]
     total = sum(t.elements for t in tensors)
@@ -559,8 +559,6 @@ def sim_config_from_plan(plan: Any, *, max_steps: int = 2_000_000) -> tuple[Any,
     grow with the context (``g`` of them, smallest block ``b``), a token costs ``g`` block ids
     per ``b`` tokens; the pool is then shared out as ``(num_blocks - 1) // g + 1`` blocks and the
     fixed blocks as ``ceil(fixed / g)`` (an approximation, stated in the notes)."""
-    from vmemplan.sim import SimConfig
-
     pool = plan.pool
     e = plan.engine
     notes: list[str] = []

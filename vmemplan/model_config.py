@@ -14,25 +14,9 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from vmemplan.errors import ModelConfigError
+from vmemplan.core.errors import ModelConfigError
 
-__all__ = ["ModelConfig", "DTYPE_BYTES", "dtype_bytes", "config_value_guard"]
-
-DTYPE_BYTES: dict[str, int] = {
-    "float32": 4, "float": 4, "fp32": 4,
-    "bfloat16": 2, "bf16": 2, "float16": 2, "half": 2, "fp16": 2,
-    "float8_e4m3fn": 1, "float8_e5m2": 1, "fp8": 1, "int8": 1, "uint8": 1,
-    "int32": 4, "int64": 8, "int16": 2,
-}
-
-
-def dtype_bytes(name: str) -> int:
-    """Bytes per element of a dtype name as configs and vLLM spell it (``torch.`` prefix allowed)."""
-    key = name.lower().removeprefix("torch.")
-    if key not in DTYPE_BYTES:
-        raise ModelConfigError(f"unknown dtype {name!r}", hint="use bfloat16, float16 or float32")
-    return DTYPE_BYTES[key]
-
+__all__ = ["ModelConfig", "config_value_guard"]
 
 #: Code that reads config.json values.  An arithmetic or type error raised there is a config
 #: value vmemplan cannot use (a list where a number belongs, zero, infinity), not a bug.
@@ -69,6 +53,47 @@ def config_value_guard(model_id: str) -> Iterator[None]:
         ) from None
 
 
+# transformers' Gemma3TextConfig defaults, for the keys the short Gemma-3 configs omit
+# (transformers/models/gemma3/configuration_gemma3.py::Gemma3TextConfig.__init__).
+_GEMMA3_TEXT_DEFAULTS: dict[str, Any] = {
+    "vocab_size": 262_208,
+    "hidden_size": 2304,
+    "intermediate_size": 9216,
+    "num_hidden_layers": 26,
+    "num_attention_heads": 8,
+    "num_key_value_heads": 4,
+    "head_dim": 256,
+    "max_position_embeddings": 131_072,
+    "query_pre_attn_scalar": 256,
+    "sliding_window": 4096,
+    "sliding_window_pattern": 6,
+    "rope_theta": 1_000_000.0,
+    "rope_local_base_freq": 10_000.0,
+    "tie_word_embeddings": True,
+    "attention_bias": False,
+    "hidden_activation": "gelu_pytorch_tanh",
+}
+
+
+def gemma3_text_defaults(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of a Gemma-3 config with the transformers defaults filled into its text part.
+
+    The official Gemma-3 multimodal configs omit ``vocab_size``, the head counts (4B), the
+    window pattern and the rope bases; transformers fills them from
+    ``Gemma3TextConfig``'s defaults, so vLLM sees them.  Keys present are kept.
+    """
+    out = dict(raw)
+    if isinstance(raw.get("text_config"), Mapping):
+        text = dict(raw["text_config"])
+        for k, v in _GEMMA3_TEXT_DEFAULTS.items():
+            text.setdefault(k, v)
+        out["text_config"] = text
+    else:
+        for k, v in _GEMMA3_TEXT_DEFAULTS.items():
+            out.setdefault(k, v)
+    return out
+
+
 def _with_library_defaults(raw: Mapping[str, Any]) -> Mapping[str, Any]:
     """Fill the keys that transformers' config classes default and some released configs
     omit (Gemma-3's multimodal configs leave out vocab_size and the window pattern), so vmemplan
@@ -76,8 +101,6 @@ def _with_library_defaults(raw: Mapping[str, Any]) -> Mapping[str, Any]:
     text = raw.get("text_config") if isinstance(raw.get("text_config"), Mapping) else raw
     model_type = str(text.get("model_type") or raw.get("model_type") or "")
     if model_type.startswith("gemma3"):
-        from vmemplan.models.windowed import gemma3_text_defaults
-
         return gemma3_text_defaults(raw)
     return raw
 

@@ -27,6 +27,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from vmemplan.core.graph import GraphContext
+from vmemplan.core.units import dtype_bytes, format_gib
+from vmemplan.core.version import version_tuple_or_none
 from vmemplan.laws.budget import available_kv_cache_bytes, requested_memory_bytes
 from vmemplan.laws.kv_pool import (
     PoolContext,
@@ -38,10 +41,7 @@ from vmemplan.laws.kv_pool import (
     size_pool,
 )
 from vmemplan.laws.weights import WeightBreakdown, weight_bytes_per_rank
-from vmemplan.model_config import dtype_bytes
-from vmemplan.models.base import GraphContext
 from vmemplan.result import EngineSettings, KvCacheSummary, KvGroup, MemoryPlan, PerRank, Provenance, Verdict
-from vmemplan.units import format_gib
 
 if TYPE_CHECKING:
     from vmemplan.laws.activation import ActivationEstimate
@@ -106,7 +106,7 @@ def pool_context(req: ResolvedRequest) -> PoolContext:
         async_scheduling=bool(req.rules.defaults.async_scheduling.value)
         and kv.window_in_flight == "max_concurrent_batches",
         disable_hybrid_kv_cache_manager=req.adapter.disables_hybrid_kv_cache_manager(
-            ctx0, _version_tuple(req.vllm_version)),
+            ctx0, version_tuple_or_none(req.vllm_version)),
         hybrid_group_threshold=kv.hybrid_group_threshold,
         tokens_formula=kv.tokens_formula,
         pipeline_parallel_size=req.pipeline_parallel_size,
@@ -115,15 +115,6 @@ def pool_context(req: ResolvedRequest) -> PoolContext:
         decode_context_parallel_size=req.inputs.decode_context_parallel_size or 1,
         reserve_null_block=bool(kv.null_block),
     )
-
-
-def _version_tuple(version: str) -> tuple[int, ...] | None:
-    from vmemplan.rules import parse_version
-
-    try:
-        return parse_version(version)
-    except Exception:  # a version the rules packs accepted parses; stay safe
-        return None
 
 
 # --------------------------------------------------------------------------------------------
@@ -160,8 +151,8 @@ class ModelGraph:
 
 
 def _drafter(req: ResolvedRequest, ctx: GraphContext) -> tuple[list[Any], dict[str, Any]]:
-    """The drafter's weight tensors and KV specs on this rank (vmemplan/laws/speculative.py)."""
-    from vmemplan.laws import speculative as spec_law
+    """The drafter's weight tensors and KV specs on this rank (vmemplan/models/drafters.py)."""
+    from vmemplan.models import drafters as spec_law
 
     spec = req.speculative
     if spec is None:

@@ -16,12 +16,11 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from vmemplan.errors import RegistryInvalid, UnknownGpu
+from vmemplan.core.errors import RegistryInvalid, UnknownGpu
 
 if TYPE_CHECKING:
-    from vmemplan.laws.overhead import CostModel
+    from vmemplan.registry_schema import CostModel, SpeedConstants
     from vmemplan.rules import RulesPack
-    from vmemplan.sim.speed import SpeedConstants
 
 __all__ = ["Gpu", "Registry", "registry_dir", "load_registry", "parse_gpus"]
 
@@ -264,7 +263,7 @@ def load_registry(root: Path | None = None) -> Registry:
     data = _read_yaml(root / "cost_model.yaml", errors)
     if data is not None:
         try:
-            from vmemplan.laws.overhead import parse_cost_model
+            from vmemplan.registry_schema import parse_cost_model
 
             cost_model = parse_cost_model(data)
         except RegistryInvalid as exc:
@@ -297,7 +296,7 @@ def _load_speed(root: Path) -> Any:
     data = _read_yaml(root / "speed.yaml", errors)
     if errors:
         raise RegistryInvalid("invalid registry: " + "; ".join(errors), hint=f"fix the files under {root}")
-    from vmemplan.sim.speed import parse_speed_constants
+    from vmemplan.registry_schema import parse_speed_constants
 
     try:
         return parse_speed_constants(data)

@@ -14,10 +14,14 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from vmemplan.errors import UsageError
+from vmemplan.core.errors import UsageError, VmemplanError
+from vmemplan.core.graph import GraphContext
+from vmemplan.laws.quant import scheme_for
+from vmemplan.model_config import ModelConfig, config_value_guard
+from vmemplan.models import adapter_for
+from vmemplan.request.flags import parse_limit_mm_per_prompt, parse_speculative_config
 
 if TYPE_CHECKING:
-    from vmemplan.model_config import ModelConfig
     from vmemplan.models.base import Adapter
     from vmemplan.registry import Gpu, Registry
     from vmemplan.rules import RulesPack
@@ -146,8 +150,6 @@ def resolve(inputs: PlanInputs, *, registry: Registry | None = None, source: Mod
         # The drafter's config.json is resolved like the target's.
         from dataclasses import replace
 
-        from vmemplan.errors import VmemplanError
-        from vmemplan.model_config import ModelConfig
 
         try:
             draft = load_model_source(spec.model, bundled_dir=registry.models_dir, progress=progress)
@@ -164,17 +166,12 @@ def resolve(inputs: PlanInputs, *, registry: Registry | None = None, source: Mod
 def resolve_with(inputs: PlanInputs, *, registry: Registry, source: ModelSource,
                  parsed: tuple[ModelConfig, Adapter] | None = None) -> ResolvedRequest:
     """:func:`resolve` with the registry and model source already in hand (pure)."""
-    from vmemplan.model_config import config_value_guard
-
     with config_value_guard(source.model_id):
         return _resolve_with(inputs, registry=registry, source=source, parsed=parsed)
 
 
 def _resolve_with(inputs: PlanInputs, *, registry: Registry, source: ModelSource,
                   parsed: tuple[ModelConfig, Adapter] | None = None) -> ResolvedRequest:
-    from vmemplan.model_config import ModelConfig
-    from vmemplan.models import adapter_for
-
     gpu = registry.gpu(inputs.gpu)
     rules, version_warning = registry.rules(inputs.vllm_version)
     warnings: list[str] = []
@@ -239,7 +236,6 @@ def _resolve_with(inputs: PlanInputs, *, registry: Registry, source: ModelSource
             f"--max-num-batched-tokens {mnbt} is smaller than --max-model-len {max_model_len}",
             hint="without chunked prefill this release needs max_num_batched_tokens >= max_model_len",
         )
-    from vmemplan.models.base import GraphContext
 
     adapter.validate_parallel(GraphContext(tensor_parallel_size=tp, pipeline_parallel_size=pp))
     if pp > config.num_hidden_layers:
@@ -262,7 +258,6 @@ def _resolve_with(inputs: PlanInputs, *, registry: Registry, source: ModelSource
         warnings.append(f"--block-size {inputs.block_size} becomes {resolved_block}, as vLLM's backend requires")
     block_size = resolved_block
     _check_layout(inputs, tp)
-    from vmemplan.laws.quant import scheme_for
 
     quant_scheme = scheme_for(config.quantization_config, source.extra, inputs.quantization,
                               sm_major=gpu.sm_major)
@@ -324,8 +319,6 @@ def _check_layout(inputs: PlanInputs, tp: int) -> None:
 def _mm_and_spec(inputs: PlanInputs, config: ModelConfig) -> dict[str, Any]:
     """--limit-mm-per-prompt, --skip-mm-profiling, --mm-encoder-tp-mode and --speculative-config,
     parsed as vLLM parses them (vllm/config/multimodal.py, vllm/config/speculative.py, 0.33.0)."""
-    from vmemplan.laws.multimodal import parse_limit_mm_per_prompt
-    from vmemplan.laws.speculative import parse_speculative_config
 
     mode = inputs.mm_encoder_tp_mode or "weights"
     if mode not in ("weights", "data"):

@@ -12,14 +12,14 @@ values; the other sections carry a ``sources`` map (field name -> "vllm/file.py:
 (version)") that must name a source for every field that is set.
 
 Nothing here imports vLLM; the rules are restated from reading the release wheels.
-``yaml`` is imported lazily inside :func:`load_rules_packs` so this module stays light.
+``yaml`` is imported lazily (through :mod:`vmemplan._yaml`) inside :func:`load_rules_packs` so this module stays light.
 """
 
 from __future__ import annotations
 
-import re
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Generic, Literal, Mapping, Sequence, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import (
     BaseModel,
@@ -31,7 +31,8 @@ from pydantic import (
     model_validator,
 )
 
-from vmemplan.errors import RegistryInvalid, UsageError
+from vmemplan.core.errors import RegistryInvalid, UsageError
+from vmemplan.core.version import parse_version
 
 __all__ = [
     "GIB_BYTES",
@@ -44,13 +45,11 @@ __all__ = [
     "KvCacheRules",
     "LogFormats",
     "RulesPack",
-    "parse_version",
     "format_version",
     "parse_rules_pack",
     "load_rules_packs",
     "select_pack",
     "supported_range",
-    "format_gib",
     "render_log_line",
 ]
 
@@ -83,7 +82,7 @@ class _WithSources(_Frozen):
     sources: dict[str, str]
 
     @model_validator(mode="after")
-    def _every_value_has_a_source(self) -> "_WithSources":
+    def _every_value_has_a_source(self) -> _WithSources:
         names = [n for n in type(self).model_fields if n != "sources"]
         unknown = sorted(set(self.sources) - set(names))
         if unknown:
@@ -196,7 +195,7 @@ class BatchDefaults(_WithSources):
     cap_seqs_by_tokens: bool
 
     @model_validator(mode="after")
-    def _floor_present(self) -> "BatchDefaults":
+    def _floor_present(self) -> BatchDefaults:
         if self.chunked_off_rule == "max_with_floor" and self.unchunked_floor_tokens is None:
             raise ValueError("chunked_off_rule max_with_floor needs unchunked_floor_tokens")
         last = self.tiers[-1]
@@ -510,7 +509,7 @@ class LogFormats(_WithSources):
     alternates: dict[str, tuple[str, ...]] = Field(default_factory=dict)
 
     @model_validator(mode="after")
-    def _pairs(self) -> "LogFormats":
+    def _pairs(self) -> LogFormats:
         if (self.available_kv is None) != (self.available_kv_value is None):
             raise ValueError("available_kv and available_kv_value must be set together")
         if (self.max_concurrency is None) != (self.max_concurrency_len_arg is None):
@@ -593,36 +592,6 @@ class RulesPack(_Frozen):
 # Versions
 # --------------------------------------------------------------------------------------
 
-_VERSION_RE = re.compile(
-    r"""^\s*v?
-    (?P<release>\d+(?:\.\d+)*)
-    (?P<wild>\.[x*])?
-    (?:[-_.]?(?P<pre>a|b|rc|alpha|beta|c)[-_.]?(?P<pre_n>\d*))?
-    (?:[-_.]?post[-_.]?(?P<post>\d*))?
-    (?:[-_.]?dev[-_.]?(?P<dev>\d*))?
-    (?:\+(?P<local>[A-Za-z0-9]+(?:[-_.][A-Za-z0-9]+)*))?
-    \s*$""",
-    re.VERBOSE | re.IGNORECASE,
-)
-
-
-def parse_version(text: str) -> tuple[int, ...]:
-    """Parse a vLLM version string into a comparable release tuple.
-
-    Accepts a ``v`` prefix, PEP 440 pre/post/dev segments (``rc1``, ``.post1``,
-    ``.dev169``) and a ``+local`` label (``+g7d9f6663a``, ``+faa43dbf.nv26.01``), and a
-    trailing ``.x`` wildcard (``0.19.x``).  Only the numeric release segment is returned
-    (``"0.8.5.dev169+gce17db808"`` -> ``(0, 8, 5)``): a pre-release of X belongs to X's
-    line.  Raises :class:`~vmemplan.errors.UsageError` for anything else.
-    """
-    if not isinstance(text, str):
-        raise UsageError(f"not a vLLM version: {text!r}", hint=_range_hint())
-    match = _VERSION_RE.match(text)
-    if match is None:
-        raise UsageError(f"not a vLLM version: {text!r}", hint=_range_hint())
-    return tuple(int(part) for part in match.group("release").split("."))
-
-
 def format_version(key: Sequence[int]) -> str:
     return ".".join(str(part) for part in key)
 
@@ -653,10 +622,6 @@ def _parse_for_schema(text: str) -> tuple[int, ...]:
         raise ValueError(f"not a version number: {text!r}") from None
 
 
-def _range_hint() -> str:
-    return "use a release number such as 0.11.0, v0.33.0 or 0.8.5.post1"
-
-
 def supported_range(packs: Sequence[RulesPack]) -> str:
     """``"0.5.0 to 0.33.0 and newer"``-style text for hints."""
     if not packs:
@@ -685,7 +650,7 @@ def select_pack(
       (e.g. 0.34.0 against a pack read from 0.33.0) gets that pack plus a warning.
     * Older than the oldest / newer than a closed newest range: the nearest pack plus a
       warning string.  (The newest pack is normally open-ended.)
-    * A malformed version raises :class:`~vmemplan.errors.UsageError` whose hint lists the
+    * A malformed version raises :class:`~vmemplan.core.errors.UsageError` whose hint lists the
       supported range.
     """
     if not packs:
@@ -755,7 +720,7 @@ def _describe_errors(label: str, exc: ValidationError) -> list[str]:
 def parse_rules_pack(mapping: Mapping[str, Any], *, label: str = "<rules pack>") -> RulesPack:
     """Validate one already-loaded mapping into a :class:`RulesPack` (pure).
 
-    Raises :class:`~vmemplan.errors.RegistryInvalid` whose message has one
+    Raises :class:`~vmemplan.core.errors.RegistryInvalid` whose message has one
     ``"<label>: <field path>: <problem>"`` line per problem.
     """
     if not isinstance(mapping, Mapping):
@@ -770,13 +735,11 @@ def load_rules_packs(directory: Path) -> tuple[RulesPack, ...]:
     """Read and validate every ``*.yaml`` in ``directory``, sorted by ``min_version``.
 
     All problems in all files are collected into one
-    :class:`~vmemplan.errors.RegistryInvalid` (no file is skipped).  Besides schema errors
+    :class:`~vmemplan.core.errors.RegistryInvalid` (no file is skipped).  Besides schema errors
     this checks that the file name equals the pack id, that ids are unique, and that the
     version ranges of default packs do not overlap.
     """
-    import yaml  # lazy: keep module import light
-
-    from vmemplan._yaml import load_yaml_file
+    from vmemplan._yaml import load_yaml_file, yaml_error
 
     directory = Path(directory)
     problems: list[str] = []
@@ -791,7 +754,7 @@ def load_rules_packs(directory: Path) -> tuple[RulesPack, ...]:
         except (OSError, UnicodeDecodeError) as exc:
             problems.append(f"{label}: (file): cannot read: {exc}")
             continue
-        except yaml.YAMLError as exc:
+        except yaml_error() as exc:
             problems.append(f"{label}: (yaml): {' '.join(str(exc).split())}")
             continue
         try:
@@ -829,16 +792,6 @@ def load_rules_packs(directory: Path) -> tuple[RulesPack, ...]:
 # --------------------------------------------------------------------------------------
 # Log rendering helpers
 # --------------------------------------------------------------------------------------
-
-
-def format_gib(n_bytes: int) -> str:
-    """Bytes as GiB the way vLLM's ``format_gib`` prints them.
-
-    ``str(round(n_bytes / 2**30, 2))``: Python rounding to 2 decimals, so trailing zeros are
-    dropped (``56.3``, not ``56.30``; ``16.0`` stays ``16.0``).
-    Mirrors vllm/utils/mem_utils.py::format_gib (0.33.0).
-    """
-    return f"{round(n_bytes / GIB_BYTES, 2)}"
 
 
 def render_log_line(fmt: str, *args: object) -> str:

@@ -5,7 +5,7 @@
 1. **local** -- a ``config.json`` file, or a model directory holding one.  A reference is read as a
    path only when that path exists, or when it is written like one (starts with ``/``, ``./``,
    ``../`` or ``~``, or ends in ``.json``); a path-like reference that does not exist is a
-   :class:`~vmemplan.errors.BadInput`.
+   :class:`~vmemplan.core.errors.BadInput`.
 2. **bundled** -- ``registry/models/<org>--<name>.json`` (ids match case-insensitively, and
    ``aliases.yaml`` maps further ids onto those files).  Skipped when a revision is asked for,
    because a bundled copy belongs to no revision.
@@ -23,7 +23,7 @@ all into the Hugging Face cache.
 
 This is the only vmemplan module that imports :mod:`huggingface_hub`, and it does so inside
 functions, so importing this module stays cheap.  It is also the only place where
-huggingface_hub exceptions turn into :class:`~vmemplan.errors.VmemplanError` subclasses; an access
+huggingface_hub exceptions turn into :class:`~vmemplan.core.errors.VmemplanError` subclasses; an access
 token never appears in any message, note or exception text built here.
 """
 
@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from vmemplan.errors import BadInput, HubUnavailable, ModelConfigError, RegistryInvalid, VmemplanError
+from vmemplan.core.errors import BadInput, HubUnavailable, ModelConfigError, RegistryInvalid, VmemplanError
 
 __all__ = [
     "EXTRA_CONFIG_FILES",
@@ -129,7 +129,7 @@ def default_registry_dir() -> Path:
                 hint="unset VMEMPLAN_REGISTRY to use the registry shipped with vmemplan",
             )
         return root
-    import vmemplan  # the package itself; cheap, and already imported by the time this runs
+    import vmemplan._version as vmemplan  # a module in the package directory (not the package root: no cycle)
 
     packaged = Path(vmemplan.__file__).resolve().parent / "_registry"
     if packaged.is_dir():

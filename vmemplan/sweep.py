@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any, Literal
 
-from vmemplan.errors import UsageError, VmemplanError
+from vmemplan.core.errors import UsageError, VmemplanError
 
 __all__ = [
     "FlagSpec",
@@ -137,7 +137,7 @@ def _scalar(spec: FlagSpec, text: str, whole: str) -> Any:
         if spec.kind == "float":
             return float(Decimal(t))
         if spec.kind == "bytes":
-            from vmemplan.units import parse_bytes
+            from vmemplan.core.units import parse_bytes
 
             return parse_bytes(t)
     except (ValueError, InvalidOperation):

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from vmemplan.cli import app
-from vmemplan.units import cdiv
+from vmemplan.core.units import cdiv
 
 LLAMA = ["meta-llama/Llama-3.1-8B", "--gpu", "h100", "--util", "0.92", "--max-model-len", "32768",
          "--max-num-seqs", "256"]

@@ -17,8 +17,8 @@ from vmemplan.concurrency import (
     requests_by_kv,
     video_tokens,
 )
-from vmemplan.errors import UsageError
-from vmemplan.units import cdiv
+from vmemplan.core.errors import UsageError
+from vmemplan.core.units import cdiv
 
 
 def blocks16(tokens: int) -> int:

@@ -9,11 +9,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from vmemplan.errors import UsageError
+from vmemplan.core.errors import UsageError
 from vmemplan.laws.kv_pool import PoolContext, plan_pool
 from vmemplan.laws.weights import weight_bytes_per_rank
 from vmemplan.model_config import ModelConfig
-from vmemplan.models import GraphContext, adapter_for
+from vmemplan.models import adapter_for
+from vmemplan.core.graph import GraphContext
 from vmemplan.models.deepseek import DeepseekMLA, DeepseekV32, select_mla_backend
 from vmemplan.models.deepseek_v4 import DeepseekV4, DeepseekV41, mega_attention_serves
 

@@ -199,7 +199,7 @@ def test_no_binding_rank_when_rank_0_binds_or_the_difference_is_rounding():
 
 
 def test_model_flag_gets_no_sibling():
-    from vmemplan.errors import VmemplanError
+    from vmemplan.core.errors import VmemplanError
 
     with pytest.raises(VmemplanError):
         link_model("Qwen/Qwen2.5-7B-Instruct", registry=load_registry(), strict=True)

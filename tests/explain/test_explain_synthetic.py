@@ -314,7 +314,7 @@ def test_shuffled_and_cut_lines_never_crash(lines: list[str], cut: int):
     text = "\n".join(ln[: max(1, len(ln) - cut)] for ln in lines)
     for s in parse_log(text):
         render_text(explain(s))
-        json.dumps(s.to_json())
+        json.dumps(explain(s).to_json())
 
 
 @settings(max_examples=200, deadline=None)

@@ -90,11 +90,13 @@ SPECS: dict[str, tuple[Args, Callable[[str], dict[str, Any]]]] = {
     "not_enough_kv": (lambda f, log: (131072, 16.0, 9.17, log["not_enough_kv_estimate"] % 75136), lambda f: {
         "max_model_len": 131072, "kv_cache_needed_bytes": 16 * GIB, "estimated_max_model_len": 75136}),
     "no_kv_memory": (lambda f, log: (), lambda f: {}),
+    "free_memory_short": (lambda f, log: ("cuda:0", "68.76", "79.2", 0.92, "72.87"), lambda f: {}),
+    "load_oom": (lambda f, log: (), lambda f: {}),
     "gpu_blocks": (lambda f, log: (("cuda",) if _nspec(f) == 3 else ()) + (7299, 2048),
                    lambda f: {"num_gpu_blocks": 7299, "num_cpu_blocks": 2048}),
     "memory_profiling": (_profiling_args, _profiling_expect),
 }
-FAILURES = {"not_enough_kv", "no_kv_memory"}
+FAILURES = {"not_enough_kv", "no_kv_memory", "free_memory_short", "load_oom"}
 
 
 def _formats() -> list[tuple[str, str, str, dict]]:

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from vmemplan.errors import UsageError
+from vmemplan.core.errors import UsageError
 from vmemplan.explain import parse_log, read_log_bytes
 from vmemplan.explain.whatif import parse_what_if, version_from_format, what_if
 from vmemplan.registry import load_registry

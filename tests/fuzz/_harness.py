@@ -1,6 +1,6 @@
 """Shared pieces of the fuzz suites: the pipelines under test and the rule they must obey.
 
-The rule: any input either works or fails with a :class:`vmemplan.errors.VmemplanError`.
+The rule: any input either works or fails with a :class:`vmemplan.core.errors.VmemplanError`.
 Anything else (a ValueError, a KeyError, a ZeroDivisionError, a RecursionError, a hang) is a
 bug that would reach a user as a traceback.
 
@@ -21,7 +21,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from vmemplan.errors import VmemplanError
+from vmemplan.core.errors import VmemplanError
 
 ROOT = Path(__file__).resolve().parents[2]
 LOGS_DIR = ROOT / "tests" / "fixtures" / "logs"
@@ -79,7 +79,7 @@ CONFIG_BUGS: tuple[Bug, ...] = (
     Bug('ValueError', 'vmemplan/models/deepseek.py::q_lora_rank', 'deepseek-ai--DeepSeek-Coder-V2-Lite-Base.json', None, 'q_lora_rank', 'str'),
     Bug('OverflowError', 'vmemplan/models/deepseek.py::q_lora_rank', 'deepseek-ai--DeepSeek-Coder-V2-Lite-Base.json', None, 'q_lora_rank', 'inf'),
     Bug('TypeError', 'vmemplan/models/deepseek.py::q_lora_rank', 'deepseek-ai--DeepSeek-Coder-V2-Lite-Base.json', None, 'q_lora_rank', 'list1'),
-    Bug('ZeroDivisionError', 'vmemplan/laws/kv_specs.py::cdiv', 'deepseek-ai--DeepSeek-V3.2.json', None, 'index_head_dim', 'zero'),
+    Bug('ZeroDivisionError', 'vmemplan/core/units.py::cdiv', 'deepseek-ai--DeepSeek-V3.2.json', None, 'index_head_dim', 'zero'),
     Bug('ValueError', 'vmemplan/models/deepseek_v4.py::weight_tensors', 'deepseek-ai--DeepSeek-V4-Flash.json', None, 'hc_mult', 'str'),
     Bug('OverflowError', 'vmemplan/models/deepseek_v4.py::weight_tensors', 'deepseek-ai--DeepSeek-V4-Flash.json', None, 'hc_mult', 'inf'),
     Bug('TypeError', 'vmemplan/models/deepseek_v4.py::weight_tensors', 'deepseek-ai--DeepSeek-V4-Flash.json', None, 'hc_mult', 'list1'),

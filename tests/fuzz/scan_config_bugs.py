@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _harness import BAD_VALUES, MODELS_DIR, Hang, plan_config, signature, time_limit  # noqa: E402
 
-from vmemplan.errors import VmemplanError  # noqa: E402
+from vmemplan.core.errors import VmemplanError  # noqa: E402
 
 
 def main() -> None:

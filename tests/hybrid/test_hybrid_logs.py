@@ -16,7 +16,8 @@ import pytest
 
 from vmemplan.laws.kv_pool import PoolContext, plan_pool
 from vmemplan.model_config import ModelConfig
-from vmemplan.models.base import GraphContext, adapter_for
+from vmemplan.models.base import adapter_for
+from vmemplan.core.graph import GraphContext
 from vmemplan.models.hybrid import align_hybrid_block_size
 from vmemplan.rules import load_rules_packs, select_pack
 

@@ -18,7 +18,8 @@ import pytest
 
 from vmemplan.laws.kv_pool import PoolContext, plan_pool
 from vmemplan.model_config import ModelConfig
-from vmemplan.models.base import GraphContext, adapter_for
+from vmemplan.models.base import adapter_for
+from vmemplan.core.graph import GraphContext
 from vmemplan.models.hybrid_mamba import Jamba, NemotronH
 from vmemplan.models.hybrid_qwen import Qwen3Next
 

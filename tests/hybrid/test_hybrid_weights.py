@@ -6,10 +6,11 @@ import json
 
 import pytest
 
-from vmemplan.errors import UsageError
+from vmemplan.core.errors import UsageError
 from vmemplan.laws.weights import parameter_count, weight_bytes_per_rank
 from vmemplan.model_config import ModelConfig
-from vmemplan.models.base import GraphContext, adapter_for
+from vmemplan.models.base import adapter_for
+from vmemplan.core.graph import GraphContext
 
 from tests.conftest import CONFIGS
 

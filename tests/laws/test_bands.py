@@ -85,7 +85,7 @@ def test_kv_band_straddling_line_may_not_start():
 
 
 def test_parse_rejects_bad_files():
-    from vmemplan.errors import RegistryInvalid
+    from vmemplan.core.errors import RegistryInvalid
 
     with pytest.raises(RegistryInvalid):
         parse_band_data({"schema_version": 1, "residuals": []})

@@ -33,18 +33,8 @@ from vmemplan.laws.kv_pool import (
     plan_pool_multi_worker,
     plan_pool_ungrouped,
 )
-from vmemplan.laws.kv_specs import (
-    ChunkedLocalAttentionSpec,
-    CircularBufferSpec,
-    FullAttentionSpec,
-    MambaSpec,
-    MLAAttentionSpec,
-    SlidingWindowMLASpec,
-    SlidingWindowSpec,
-    compressor_state_block_size,
-    deepseek_v4_page_alignment,
-    deepseek_v4_record_bytes,
-)
+from vmemplan.laws.kv_specs import compressor_state_block_size, deepseek_v4_page_alignment, deepseek_v4_record_bytes
+from vmemplan.core.kv_specs import ChunkedLocalAttentionSpec, CircularBufferSpec, FullAttentionSpec, MambaSpec, MLAAttentionSpec, SlidingWindowMLASpec, SlidingWindowSpec
 
 GiB = 1 << 30
 MiB = 1 << 20

@@ -8,23 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-from vmemplan.errors import UsageError
+from vmemplan.core.errors import UsageError
 from vmemplan.laws.kv_pool import PoolContext
-from vmemplan.laws.kv_specs import (
-    ChunkedLocalAttentionSpec,
-    CircularBufferSpec,
-    CrossAttentionSpec,
-    FullAttentionSpec,
-    MambaSpec,
-    MLAAttentionSpec,
-    SlidingWindowMLASpec,
-    SlidingWindowSpec,
-    UniformTypeKVCacheSpecs,
-    compressor_state_block_size,
-    deepseek_v4_page_alignment,
-    deepseek_v4_record_bytes,
-    kv_dtype_bytes,
-)
+from vmemplan.laws.kv_specs import compressor_state_block_size, deepseek_v4_page_alignment, deepseek_v4_record_bytes
+from vmemplan.core.kv_specs import ChunkedLocalAttentionSpec, CircularBufferSpec, CrossAttentionSpec, FullAttentionSpec, MambaSpec, MLAAttentionSpec, SlidingWindowMLASpec, SlidingWindowSpec, UniformTypeKVCacheSpecs, kv_dtype_bytes
 
 CTX = PoolContext(max_model_len=131_072, max_num_batched_tokens=8_192)
 

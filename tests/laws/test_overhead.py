@@ -10,18 +10,9 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vmemplan.errors import RegistryInvalid, UsageError
-from vmemplan.laws.overhead import (
-    CudaGraphConstants,
-    CudaGraphFamily,
-    NonTorchConstants,
-    PreBudgetConstants,
-    cuda_graph_bytes,
-    non_torch_bytes,
-    parse_cost_model,
-    parse_vllm_version,
-    pre_budget_bytes,
-)
+from vmemplan.core.errors import RegistryInvalid, UsageError
+from vmemplan.laws.overhead import CudaGraphConstants, CudaGraphFamily, NonTorchConstants, PreBudgetConstants, cuda_graph_bytes, non_torch_bytes, pre_budget_bytes
+from vmemplan.registry_schema import parse_cost_model, parse_vllm_version
 
 MIB = 1 << 20
 GIB = 1 << 30

@@ -6,10 +6,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from vmemplan.errors import ModelConfigError, UnsupportedArchitecture, UsageError
+from vmemplan.core.errors import ModelConfigError, UnsupportedArchitecture, UsageError
 from vmemplan.laws.weights import weight_bytes_per_rank
 from vmemplan.model_config import ModelConfig
-from vmemplan.models import GraphContext, adapter_for
+from vmemplan.models import adapter_for
+from vmemplan.core.graph import GraphContext
 from vmemplan.models.dense import pad_vocab, pp_layer_range
 
 

@@ -9,11 +9,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from vmemplan.errors import UsageError
+from vmemplan.core.errors import UsageError
 from vmemplan.laws.moe import eplb_state_bytes, expert_placement, local_expert_counts
 from vmemplan.laws.weights import weight_bytes_per_rank
 from vmemplan.model_config import ModelConfig
-from vmemplan.models import GraphContext, adapter_for
+from vmemplan.models import adapter_for
+from vmemplan.core.graph import GraphContext
 
 ROOT = Path(__file__).resolve().parents[2]
 

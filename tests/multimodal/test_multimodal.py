@@ -10,11 +10,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from vmemplan.errors import UsageError
+from vmemplan.core.errors import UsageError
 from vmemplan.laws import multimodal as mm
+from vmemplan.request.flags import parse_limit_mm_per_prompt
 from vmemplan.laws.weights import weight_bytes_per_rank
 from vmemplan.model_config import ModelConfig
-from vmemplan.models.base import GraphContext, adapter_for
+from vmemplan.models.base import adapter_for
+from vmemplan.core.graph import GraphContext
 from vmemplan.models.multimodal import Llava, Mllama, Mistral3, Qwen2_5_VL, Qwen3_VL, qwen2_5_vl_tower
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -111,10 +113,10 @@ def test_qwen_image_never_exceeds_the_largest(w, h):
 
 
 def test_parse_limit_json_and_forms():
-    assert mm.parse_limit_mm_per_prompt('{"image": 2, "video": 0}') == (("image", 2), ("video", 0))
-    assert mm.parse_limit_mm_per_prompt({"image": {"count": 3, "width": 512, "height": 512}}) == (("image", 3),)
-    assert mm.parse_limit_mm_per_prompt("image=1,video=0") == (("image", 1), ("video", 0))
-    assert mm.parse_limit_mm_per_prompt(None) == ()
+    assert parse_limit_mm_per_prompt('{"image": 2, "video": 0}') == (("image", 2), ("video", 0))
+    assert parse_limit_mm_per_prompt({"image": {"count": 3, "width": 512, "height": 512}}) == (("image", 3),)
+    assert parse_limit_mm_per_prompt("image=1,video=0") == (("image", 1), ("video", 0))
+    assert parse_limit_mm_per_prompt(None) == ()
     assert mm.limit_for((), "image") == 999
     assert mm.limit_for((("image", 2),), "video") == 999
 
@@ -122,7 +124,7 @@ def test_parse_limit_json_and_forms():
 @pytest.mark.parametrize("bad", ['{"image": -1}', '{"image": 1.5}', "{nope", "image", "[1, 2]"])
 def test_parse_limit_rejects(bad):
     with pytest.raises(UsageError):
-        mm.parse_limit_mm_per_prompt(bad)
+        parse_limit_mm_per_prompt(bad)
 
 
 # ---------------------------------------------------------------------------------------
@@ -295,7 +297,7 @@ def test_mllama_weights_log_010():
 
 def test_mllama_kv_specs_cross_attention():
     from vmemplan.laws.kv_pool import PoolContext
-    from vmemplan.laws.kv_specs import CrossAttentionSpec, FullAttentionSpec
+    from vmemplan.core.kv_specs import CrossAttentionSpec, FullAttentionSpec
 
     a = Mllama(_cfg("tests/fixtures/configs/mm/meta-llama--Llama-3.2-11B-Vision.json"))
     specs = a.kv_cache_specs(GraphContext())

@@ -11,11 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from vmemplan.errors import UnsupportedArchitecture, UsageError
+from vmemplan.core.errors import UnsupportedArchitecture, UsageError
 from vmemplan.laws.kv_pool import PoolContext, plan_pool
-from vmemplan.laws.kv_specs import FullAttentionSpec
+from vmemplan.core.kv_specs import FullAttentionSpec
 from vmemplan.model_config import ModelConfig
-from vmemplan.models import GraphContext, adapter_for
+from vmemplan.models import adapter_for
+from vmemplan.core.graph import GraphContext
 from vmemplan.models.nemotron_nas import DeciLM, ffn_mult_to_intermediate_size
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "configs" / "synthetic--decilm-nas-6layer.json"

@@ -15,7 +15,8 @@ import pytest
 from vmemplan.laws.quant import scheme_for
 from vmemplan.laws.weights import weight_bytes_per_rank
 from vmemplan.model_config import ModelConfig
-from vmemplan.models import GraphContext, adapter_for
+from vmemplan.models import adapter_for
+from vmemplan.core.graph import GraphContext
 
 ROOT = Path(__file__).resolve().parents[2]
 GiB = 1 << 30

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from vmemplan.errors import ModelConfigError, UsageError
+from vmemplan.core.errors import ModelConfigError, UsageError
 from vmemplan.laws.quant import (
     BitsAndBytesScheme,
     Fp8Scheme,
@@ -18,7 +18,7 @@ from vmemplan.laws.quant import (
     scheme_for,
 )
 from vmemplan.laws.weights import cuda_allocated_bytes, weight_bytes_per_rank
-from vmemplan.models.base import WeightTensor as W
+from vmemplan.core.graph import WeightTensor as W
 
 MiB = 1 << 20
 GiB = 1 << 30

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from vmemplan.errors import ExitCode, RegistryInvalid
+from vmemplan.core.errors import ExitCode, RegistryInvalid
 from vmemplan.rules import load_rules_packs, parse_rules_pack
 
 from ._rules_helpers import PACK_DIR

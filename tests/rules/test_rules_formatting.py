@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from vmemplan.rules import GIB_BYTES, format_gib, render_log_line
+from vmemplan.rules import GIB_BYTES, render_log_line
+from vmemplan.core.units import format_gib
 
 from ._rules_helpers import pack_for
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from vmemplan.rules import RulesPack, parse_rules_pack, parse_version
+from vmemplan.rules import RulesPack, parse_rules_pack
+from vmemplan.core.version import parse_version
 
 from ._rules_helpers import PACK_DIR, packs
 

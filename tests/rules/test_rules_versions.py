@@ -8,8 +8,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from vmemplan.errors import UsageError
-from vmemplan.rules import format_version, parse_version, select_pack
+from vmemplan.core.errors import UsageError
+from vmemplan.rules import format_version, select_pack
+from vmemplan.core.version import parse_version
 
 from ._rules_helpers import CORPUS_LOGS, packs
 

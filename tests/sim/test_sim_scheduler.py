@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vmemplan.errors import UsageError
+from vmemplan.core.errors import UsageError
 from vmemplan.sim.scheduler import Percentiles, SimConfig, percentiles, simulate, weighted_percentiles
 from vmemplan.sim.traffic import RequestSpec, Traffic
 

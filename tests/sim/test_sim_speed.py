@@ -7,22 +7,10 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vmemplan.errors import RegistryInvalid, UsageError
+from vmemplan.core.errors import RegistryInvalid, UsageError
 from vmemplan.sim.scheduler import SimConfig, simulate
-from vmemplan.sim.speed import (
-    GpuSpeed,
-    SpeedConstants,
-    SpeedModelInputs,
-    allreduce_time_s,
-    attach_timing,
-    compute_time_s,
-    decode_time_s,
-    latency_table,
-    memory_time_s,
-    parse_speed_constants,
-    prefill_time_s,
-    step_time_s,
-)
+from vmemplan.sim.speed import GpuSpeed, SpeedModelInputs, allreduce_time_s, attach_timing, compute_time_s, decode_time_s, latency_table, memory_time_s, prefill_time_s, step_time_s
+from vmemplan.registry_schema import SpeedConstants, parse_speed_constants
 from vmemplan.sim.traffic import RequestSpec, Traffic
 
 REGISTRY = Path(__file__).resolve().parents[2] / "registry" / "speed.yaml"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from vmemplan.errors import HubUnavailable, RegistryInvalid
+from vmemplan.core.errors import HubUnavailable, RegistryInvalid
 from vmemplan.sources import (
     bundled_aliases,
     default_models_dir,

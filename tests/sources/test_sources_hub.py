@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from vmemplan.errors import BadInput, ExitCode, HubUnavailable, ModelConfigError, VmemplanError
+from vmemplan.core.errors import BadInput, ExitCode, HubUnavailable, ModelConfigError, VmemplanError
 from vmemplan.sources import ModelSource, load_model_source
 
 SOURCES_PY = Path(__file__).resolve().parents[2] / "vmemplan" / "sources.py"

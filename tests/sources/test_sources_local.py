@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vmemplan.errors import BadInput, ExitCode, ModelConfigError
+from vmemplan.core.errors import BadInput, ExitCode, ModelConfigError
 from vmemplan.sources import load_model_source
 
 TINY_CONFIG = {"architectures": ["LlamaForCausalLM"], "hidden_size": 64, "num_hidden_layers": 2}

@@ -10,12 +10,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from vmemplan.errors import UsageError
+from vmemplan.core.errors import UsageError
 from vmemplan.laws import speculative as sp
+from vmemplan.models import drafters
+from vmemplan.request.flags import parse_speculative_config
 from vmemplan.laws.kv_pool import PoolContext, plan_pool
 from vmemplan.laws.weights import weight_bytes_per_rank
 from vmemplan.model_config import ModelConfig
-from vmemplan.models.base import GraphContext, adapter_for
+from vmemplan.models.base import adapter_for
+from vmemplan.core.graph import GraphContext
 
 ROOT = Path(__file__).resolve().parents[2]
 GIB = 1 << 30
@@ -31,7 +34,7 @@ def llama8b() -> ModelConfig:
 
 
 def test_parse_explicit_eagle3():
-    s = sp.parse_speculative_config('{"method": "eagle3", "model": "org/head", "num_speculative_tokens": 3}')
+    s = parse_speculative_config('{"method": "eagle3", "model": "org/head", "num_speculative_tokens": 3}')
     assert (s.method, s.num_speculative_tokens, s.model) == ("eagle3", 3, "org/head")
     assert s.adds_kv and not s.uses_draft_model
 
@@ -43,16 +46,16 @@ def test_parse_explicit_eagle3():
     ("ngram", "ngram"),
 ])
 def test_method_inferred_from_model(model, method):
-    assert sp.parse_speculative_config({"model": model, "num_speculative_tokens": 2}).method == method
+    assert parse_speculative_config({"model": model, "num_speculative_tokens": 2}).method == method
 
 
 def test_parse_ngram_defaults_and_mtp_alias():
-    s = sp.parse_speculative_config('{"method": "ngram", "num_speculative_tokens": 4}')
+    s = parse_speculative_config('{"method": "ngram", "num_speculative_tokens": 4}')
     assert (s.prompt_lookup_min, s.prompt_lookup_max) == (5, 5) and not s.adds_kv
-    s = sp.parse_speculative_config({"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 3})
+    s = parse_speculative_config({"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 3})
     assert (s.prompt_lookup_min, s.prompt_lookup_max) == (3, 3)
     # deepseek_mtp is an alias of mtp; k defaults to the target's nextn layers
-    s = sp.parse_speculative_config({"method": "deepseek_mtp"}, target_num_nextn_layers=1)
+    s = parse_speculative_config({"method": "deepseek_mtp"}, target_num_nextn_layers=1)
     assert (s.method, s.num_speculative_tokens) == ("mtp", 1)
 
 
@@ -64,12 +67,12 @@ def test_parse_ngram_defaults_and_mtp_alias():
 ])
 def test_parse_rejects(bad):
     with pytest.raises(UsageError):
-        sp.parse_speculative_config(bad)
+        parse_speculative_config(bad)
 
 
 def test_mtp_k_must_divide():
     with pytest.raises(UsageError):  # 3 > 2 nextn layers and 3 % 2 != 0
-        sp.parse_speculative_config({"method": "mtp", "num_speculative_tokens": 3}, target_num_nextn_layers=2)
+        parse_speculative_config({"method": "mtp", "num_speculative_tokens": 3}, target_num_nextn_layers=2)
 
 
 # ---------------------------------------------------------------------------------------
@@ -140,7 +143,7 @@ def test_eagle_head_adds_one_layer_to_the_pool():
     cfg = llama8b()
     spec = sp.SpeculativeConfig("eagle", 3, model="yuhuili/EAGLE-LLaMA3.1-Instruct-8B")
     ctx = GraphContext()
-    specs = {**adapter_for(cfg).kv_cache_specs(ctx), **sp.drafter_kv_specs(spec, cfg, ctx)}
+    specs = {**adapter_for(cfg).kv_cache_specs(ctx), **drafters.drafter_kv_specs(spec, cfg, ctx)}
     assert len(specs) == 33 and "model.layers.32.self_attn.attn" in specs
     pool = plan_pool(specs, 20 * GIB, PoolContext(max_model_len=8192, max_num_batched_tokens=8192,
                                                   num_speculative_tokens=3))
@@ -153,14 +156,14 @@ def test_eagle_head_adds_one_layer_to_the_pool():
 def test_eagle_head_weights():
     cfg = llama8b()
     spec = sp.SpeculativeConfig("eagle", 3, model="x")
-    t = sp.drafter_weight_tensors(spec, cfg, GraphContext())
+    t = drafters.drafter_weight_tensors(spec, cfg, GraphContext())
     # one Llama-3.1-8B layer: qkv 6144*4096 = 25,165,824 ; o 16,777,216 ; gate_up 28672*4096 = 117,440,512 ;
     # down 58,720,256 ; one norm (the first layer has no input_layernorm) 4096 -> 218,108,... :
     # 25,165,824 + 16,777,216 + 117,440,512 + 58,720,256 + 4096 = 218,107,904
     # fc Linear(8192 -> 4096) = 33,554,432 ; embedding and head shared with the target
     assert sum(x.elements for x in t) == 218_107_904 + 33_554_432
     assert weight_bytes_per_rank(t, model_dtype="bfloat16").total_bytes == 2 * 251_662_336
-    own = sp.drafter_weight_tensors(spec, cfg, GraphContext(), share_embeddings=False)
+    own = drafters.drafter_weight_tensors(spec, cfg, GraphContext(), share_embeddings=False)
     assert sum(x.elements for x in own) - sum(x.elements for x in t) == 128256 * 4096
 
 
@@ -172,7 +175,7 @@ def test_eagle3_head_weights_with_draft_vocab():
         "draft_vocab_size": 32000,
     })
     spec = sp.SpeculativeConfig("eagle3", 3, model="x")
-    t = sp.drafter_weight_tensors(spec, cfg, GraphContext(), draft)
+    t = drafters.drafter_weight_tensors(spec, cfg, GraphContext(), draft)
     # first-layer qkv reads 2h: 6144 * 8192 = 50,331,648 ; o 16,777,216 ; gate_up 117,440,512 ; down 58,720,256
     # norms: input, post-attention and hidden_norm = 3 * 4096 ; fc 4096 x (3 * 4096) = 50,331,648 ;
     # final norm 4096 ; lm_head 32000 x 4096 = 131,072,000
@@ -185,8 +188,8 @@ def test_eagle3_head_weights_with_draft_vocab():
 def test_ngram_and_mtp_add_nothing_here():
     cfg = llama8b()
     for spec in (sp.SpeculativeConfig("ngram", 4), sp.SpeculativeConfig("mtp", 1)):
-        assert sp.drafter_weight_tensors(spec, cfg, GraphContext()) == []
-        assert sp.drafter_kv_specs(spec, cfg, GraphContext()) == {}
+        assert drafters.drafter_weight_tensors(spec, cfg, GraphContext()) == []
+        assert drafters.drafter_kv_specs(spec, cfg, GraphContext()) == {}
 
 
 def test_drafter_lives_on_the_last_pp_stage_only():
@@ -194,8 +197,8 @@ def test_drafter_lives_on_the_last_pp_stage_only():
     spec = sp.SpeculativeConfig("eagle", 1, model="x")
     first = GraphContext(pipeline_parallel_size=2, pipeline_rank=0)
     last = GraphContext(pipeline_parallel_size=2, pipeline_rank=1)
-    assert sp.drafter_kv_specs(spec, cfg, first) == {}
-    assert len(sp.drafter_kv_specs(spec, cfg, last)) == 1
+    assert drafters.drafter_kv_specs(spec, cfg, first) == {}
+    assert len(drafters.drafter_kv_specs(spec, cfg, last)) == 1
 
 
 def test_draft_model_uses_its_own_adapter():
@@ -203,12 +206,12 @@ def test_draft_model_uses_its_own_adapter():
     draft = ModelConfig.from_dict(json.loads((ROOT / "registry/models/meta-llama--Llama-3.2-1B-Instruct.json").read_text()))
     spec = sp.SpeculativeConfig("draft_model", 4, model="meta-llama/Llama-3.2-1B-Instruct")
     ctx = GraphContext()
-    t = sp.drafter_weight_tensors(spec, target, ctx, draft)
+    t = drafters.drafter_weight_tensors(spec, target, ctx, draft)
     assert sum(x.elements for x in t if x.kind != "buffer") == adapter_for(draft).total_params()
-    kv = sp.drafter_kv_specs(spec, target, ctx, draft)
+    kv = drafters.drafter_kv_specs(spec, target, ctx, draft)
     assert len(kv) == draft.num_hidden_layers and all(k.startswith("draft_model.") for k in kv)
     with pytest.raises(UsageError):  # no drafter config at hand
-        sp.drafter_weight_tensors(spec, target, ctx)
+        drafters.drafter_weight_tensors(spec, target, ctx)
 
 
 @given(k=st.integers(1, 8), tp=st.sampled_from([1, 2, 4, 8]))
@@ -216,7 +219,7 @@ def test_eagle_kv_is_one_target_layer(k, tp):
     cfg = llama8b()
     ctx = GraphContext(tensor_parallel_size=tp)
     main = adapter_for(cfg).kv_cache_specs(ctx)
-    extra = sp.drafter_kv_specs(sp.SpeculativeConfig("eagle", k, model="x"), cfg, ctx)
+    extra = drafters.drafter_kv_specs(sp.SpeculativeConfig("eagle", k, model="x"), cfg, ctx)
     (spec,) = extra.values()
     assert spec.page_size_bytes == next(iter(main.values())).page_size_bytes
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from vmemplan.errors import UsageError
+from vmemplan.core.errors import UsageError
 from vmemplan.sweep import build_grid, flag_spec, parse_vary
 
 

@@ -20,8 +20,10 @@ import pytest
 
 from vmemplan.laws.kv_pool import PoolContext, plan_pool
 from vmemplan.model_config import ModelConfig
-from vmemplan.models import GraphContext, adapter_for
-from vmemplan.rules import load_rules_packs, parse_version, select_pack
+from vmemplan.models import adapter_for
+from vmemplan.core.graph import GraphContext
+from vmemplan.rules import load_rules_packs, select_pack
+from vmemplan.core.version import parse_version
 
 ROOT = Path(__file__).resolve().parents[2]
 GIB = 1 << 30

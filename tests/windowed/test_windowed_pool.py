@@ -20,10 +20,11 @@ from __future__ import annotations
 import pytest
 
 from vmemplan.laws.kv_pool import PoolContext, plan_pool
-from vmemplan.laws.kv_specs import ChunkedLocalAttentionSpec, FullAttentionSpec, SlidingWindowSpec
+from vmemplan.core.kv_specs import ChunkedLocalAttentionSpec, FullAttentionSpec, SlidingWindowSpec
 from vmemplan.model_config import ModelConfig
-from vmemplan.models import GraphContext, adapter_for
-from vmemplan.models.windowed import gemma3_text_defaults
+from vmemplan.models import adapter_for
+from vmemplan.core.graph import GraphContext
+from vmemplan.model_config import gemma3_text_defaults
 
 GIB = 1 << 30
 AVAIL = 40 * GIB  # 42,949,672,960 B, a fixed available-KV figure for every case

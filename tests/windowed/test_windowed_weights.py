@@ -7,21 +7,19 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from vmemplan.errors import UsageError
+from vmemplan.core.errors import UsageError
 from vmemplan.laws.weights import weight_bytes_per_rank
 from vmemplan.model_config import ModelConfig
-from vmemplan.models import GraphContext, adapter_for
-from vmemplan.models.windowed import (
-    Gemma2,
-    Gemma3,
-    Gemma4,
-    GptOss,
-    Llama4,
-    MistralWindowed,
-    gemma3_text_defaults,
-    gemma_layer_types,
-    llama4_no_rope_layers,
-)
+from vmemplan.models import adapter_for
+from vmemplan.core.graph import GraphContext
+from vmemplan.model_config import gemma3_text_defaults
+from vmemplan.models.gemma2 import Gemma2
+from vmemplan.models.gemma3 import Gemma3
+from vmemplan.models.gemma4 import Gemma4
+from vmemplan.models.gpt_oss import GptOss
+from vmemplan.models.llama4 import Llama4, llama4_no_rope_layers
+from vmemplan.models.mistral_windowed import MistralWindowed
+from vmemplan.models.windowed import gemma_layer_types
 
 GIB = 1 << 30
 

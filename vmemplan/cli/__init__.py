@@ -1,7 +1,7 @@
 """The command line: a table of contents.  Each command lives in its own module.
 
 :func:`main` is the console entry point and the one place that turns every way a run can end
-into the documented exit code (see :class:`vmemplan.errors.ExitCode`): an expected failure
+into the documented exit code (see :class:`vmemplan.core.errors.ExitCode`): an expected failure
 becomes one ``error:`` line (plus a ``hint:`` line) on stderr, a bad flag becomes exit 2 in the
 same format, Ctrl-C becomes 130, and anything else is a bug (exit 1) whose traceback is shown
 only with ``VMEMPLAN_DEBUG=1``.
@@ -46,8 +46,8 @@ def _no_color(value: bool) -> None:
 
 
 def _shell(value: str | None) -> str | None:
-    from vmemplan.cli.completions import SHELLS
-    from vmemplan.errors import UsageError
+    from vmemplan.cli.completion_files import SHELLS
+    from vmemplan.core.errors import UsageError
 
     if value is not None and value not in SHELLS:
         raise UsageError(f"no completion for shell {value!r}", hint="one of: " + ", ".join(SHELLS))
@@ -56,7 +56,7 @@ def _shell(value: str | None) -> str | None:
 
 def _show_completion(value: str | None) -> None:
     if _shell(value):
-        from vmemplan.cli.completions import shipped_script
+        from vmemplan.cli.completion_files import shipped_script
 
         sys.stdout.write(shipped_script(value))  # type: ignore[arg-type]
         raise typer.Exit()
@@ -64,7 +64,7 @@ def _show_completion(value: str | None) -> None:
 
 def _install_completion(value: str | None) -> None:
     if _shell(value):
-        from vmemplan.cli.completions import install_path, shipped_script
+        from vmemplan.cli.completion_files import install_path, shipped_script
 
         path = install_path(value)  # type: ignore[arg-type]
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -193,7 +193,7 @@ def main(argv: list[str] | None = None) -> None:
     ``VMEMPLAN_DEBUG=1`` prints the traceback of any failure (expected or not) before the
     usual lines; the exit code stays the documented one.
     """
-    from vmemplan.errors import ExitCode, VmemplanError
+    from vmemplan.core.errors import ExitCode, VmemplanError
 
     try:
         code = app(args=argv, prog_name=PROG_NAME, standalone_mode=False)

@@ -13,13 +13,13 @@ from typing import Any, TypeVar
 
 import typer
 
-from vmemplan.errors import ExitCode, UsageError, VmemplanError
+from vmemplan.core.errors import ExitCode, UsageError, VmemplanError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 __all__ = [
     "reports_errors", "emit", "console", "fail", "report", "gpu_completion", "model_completion",
-    "completion_script", "write_completion_files", "COMPLETION_SHELLS", "print_traceback_if_debug",
+    "print_traceback_if_debug",
 ]
 
 
@@ -154,24 +154,3 @@ def model_completion(incomplete: str) -> list[str]:
     return [m for m in ids if m.lower().startswith(incomplete.lower())]
 
 
-#: The shells whose completion scripts ship in ``completions/`` (and in the wheel as
-#: ``vmemplan/_completions``); see :mod:`vmemplan.cli.completions`.
-COMPLETION_SHELLS: dict[str, str] = {"bash": "vmemplan.bash", "zsh": "vmemplan.zsh", "fish": "vmemplan.fish"}
-
-
-def completion_script(shell: str, *, prog_name: str = "vmemplan") -> str:
-    """The static completion script for ``shell``, generated from the CLI and the registry
-    (what ``--show-completion`` prints and ``completions/`` ships)."""
-    from vmemplan.cli.completions import render
-
-    return render(shell)
-
-
-def write_completion_files(directory: str | os.PathLike[str] | None = None) -> list[str]:
-    """(Re)write ``completions/vmemplan.{bash,zsh,fish}``; returns the paths written.
-
-    ``python -m vmemplan.cli.completions`` does the same.
-    """
-    from vmemplan.cli.completions import write_files
-
-    return write_files(directory)

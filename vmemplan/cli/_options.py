@@ -7,9 +7,8 @@ import functools
 import inspect
 import typing
 from collections.abc import Callable
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
-import click
 import typer
 
 from vmemplan.cli._common import gpu_completion, model_completion
@@ -19,44 +18,44 @@ ModelArg = Annotated[str, typer.Argument(
     autocompletion=model_completion, show_default=False)]
 GpuOpt = Annotated[str, typer.Option("--gpu", help="GPU id or alias (see `vmemplan gpus`).",
                                      autocompletion=gpu_completion, show_default=False)]
-UtilOpt = Annotated[Optional[float], typer.Option(
+UtilOpt = Annotated[float | None, typer.Option(
     "--gpu-memory-utilization", "--util", help="Fraction of the GPU vLLM may use [default: the release's].",
     show_default=False)]
-MaxModelLenOpt = Annotated[Optional[int], typer.Option("--max-model-len", help="Longest request, prompt + output.",
+MaxModelLenOpt = Annotated[int | None, typer.Option("--max-model-len", help="Longest request, prompt + output.",
                                                        show_default=False)]
-MaxNumSeqsOpt = Annotated[Optional[int], typer.Option("--max-num-seqs", help="Most requests in flight.",
+MaxNumSeqsOpt = Annotated[int | None, typer.Option("--max-num-seqs", help="Most requests in flight.",
                                                       show_default=False)]
-MnbtOpt = Annotated[Optional[int], typer.Option("--max-num-batched-tokens", help="Most tokens in one step.",
+MnbtOpt = Annotated[int | None, typer.Option("--max-num-batched-tokens", help="Most tokens in one step.",
                                                 show_default=False)]
-BlockSizeOpt = Annotated[Optional[int], typer.Option("--block-size", help="Tokens per KV block.", show_default=False)]
-KvDtypeOpt = Annotated[Optional[str], typer.Option("--kv-cache-dtype", help="auto, fp8, fp8_e4m3, fp8_e5m2, …",
+BlockSizeOpt = Annotated[int | None, typer.Option("--block-size", help="Tokens per KV block.", show_default=False)]
+KvDtypeOpt = Annotated[str | None, typer.Option("--kv-cache-dtype", help="auto, fp8, fp8_e4m3, fp8_e5m2, …",
                                                    show_default=False)]
-DtypeOpt = Annotated[Optional[str], typer.Option("--dtype", help="auto, bfloat16, float16, float32.",
+DtypeOpt = Annotated[str | None, typer.Option("--dtype", help="auto, bfloat16, float16, float32.",
                                                  show_default=False)]
-TpOpt = Annotated[Optional[int], typer.Option("--tensor-parallel-size", "-tp", help="Tensor-parallel ranks.",
+TpOpt = Annotated[int | None, typer.Option("--tensor-parallel-size", "-tp", help="Tensor-parallel ranks.",
                                               show_default=False)]
-PpOpt = Annotated[Optional[int], typer.Option("--pipeline-parallel-size", "-pp", help="Pipeline stages.",
+PpOpt = Annotated[int | None, typer.Option("--pipeline-parallel-size", "-pp", help="Pipeline stages.",
                                               show_default=False)]
-EagerOpt = Annotated[Optional[bool], typer.Option("--enforce-eager/--no-enforce-eager",
+EagerOpt = Annotated[bool | None, typer.Option("--enforce-eager/--no-enforce-eager",
                                                   help="No CUDA graphs.", show_default=False)]
-KvMemOpt = Annotated[Optional[str], typer.Option(
+KvMemOpt = Annotated[str | None, typer.Option(
     "--kv-cache-memory", "--kv-cache-memory-bytes",
     help="KV cache bytes (e.g. 32G, 34359738368): skips the budget, like vLLM's flag.", show_default=False)]
-RevisionOpt = Annotated[Optional[str], typer.Option("--revision", help="Hub revision (branch, tag or commit).",
+RevisionOpt = Annotated[str | None, typer.Option("--revision", help="Hub revision (branch, tag or commit).",
                                                     show_default=False)]
-VersionOpt = Annotated[Optional[str], typer.Option(
+VersionOpt = Annotated[str | None, typer.Option(
     "--vllm-version", help="vLLM release whose rules to apply, e.g. 0.10.1.1 [default: newest].", show_default=False)]
-PrefixOpt = Annotated[Optional[bool], typer.Option("--enable-prefix-caching/--no-enable-prefix-caching",
+PrefixOpt = Annotated[bool | None, typer.Option("--enable-prefix-caching/--no-enable-prefix-caching",
                                                    help="Prefix caching.", show_default=False)]
-RequestTokensOpt = Annotated[Optional[int], typer.Option(
+RequestTokensOpt = Annotated[int | None, typer.Option(
     "--request-tokens", help="Also report the KV bytes of one request of this many tokens.", show_default=False)]
 NoColorOpt = Annotated[bool, typer.Option("--no-color", help="No colour (also NO_COLOR=1).")]
 
 # --- concurrency, sweep and gates -----------------------------------------------------------
-MinConcurrencyOpt = Annotated[Optional[int], typer.Option(
+MinConcurrencyOpt = Annotated[int | None, typer.Option(
     "--min-concurrency", min=1, help="Gate: fail (exit 3) unless this many requests of --request-tokens run at once.",
     show_default=False)]
-MinKvTokensOpt = Annotated[Optional[int], typer.Option(
+MinKvTokensOpt = Annotated[int | None, typer.Option(
     "--min-kv-tokens", min=1, help="Gate: fail (exit 3) unless the KV cache holds this many tokens.",
     show_default=False)]
 class GateOn(str, enum.Enum):
@@ -67,22 +66,22 @@ class GateOn(str, enum.Enum):
 GateOnOpt = Annotated[GateOn, typer.Option(
     "--gate-on", help="Which end of the error band the gates (--min-concurrency, --min-kv-tokens) read: "
     "central (the estimate) or low (the band's low end; a plan that may not start then fails).")]
-ReferenceTokensOpt = Annotated[Optional[int], typer.Option(
+ReferenceTokensOpt = Annotated[int | None, typer.Option(
     "--request-tokens", min=1, help="Request length (prompt + output) the binding limit and the gates are read at "
     "[default: prompt + output, else max_model_len].", show_default=False)]
-LengthsOpt = Annotated[Optional[str], typer.Option(
+LengthsOpt = Annotated[str | None, typer.Option(
     "--lengths", help="Request lengths to tabulate, e.g. 1000,4000,32768 [default: powers of two up to "
     "max_model_len].", show_default=False)]
-PromptTokensOpt = Annotated[Optional[str], typer.Option(
+PromptTokensOpt = Annotated[str | None, typer.Option(
     "--prompt-tokens", help="Prompt tokens: a number, or with --simulate a distribution (500:3000, "
     "normal:MEAN:STD, lognormal:MEAN:SIGMA, exponential:MEAN).", show_default=False)]
-OutputTokensOpt = Annotated[Optional[str], typer.Option(
+OutputTokensOpt = Annotated[str | None, typer.Option(
     "--output-tokens", help="Output tokens: a number or (with --simulate) a distribution.", show_default=False)]
-ImagesOpt = Annotated[Optional[int], typer.Option(
+ImagesOpt = Annotated[int | None, typer.Option(
     "--images-per-request", min=0, help="Images in every prompt (vision models).", show_default=False)]
-ImageSizeOpt = Annotated[Optional[str], typer.Option(
+ImageSizeOpt = Annotated[str | None, typer.Option(
     "--image-size", help="Image size WIDTHxHEIGHT [default: the largest the processor allows].", show_default=False)]
-VideosOpt = Annotated[Optional[int], typer.Option(
+VideosOpt = Annotated[int | None, typer.Option(
     "--videos-per-request", min=0, help="Videos in every prompt (Qwen-VL style models).", show_default=False)]
 VideoFramesOpt = Annotated[int, typer.Option("--video-frames", min=1, help="Frames per video.")]
 VideoSizeOpt = Annotated[str, typer.Option("--video-size", help="Frame size WIDTHxHEIGHT.")]
@@ -96,51 +95,51 @@ VaryOpt = Annotated[list[str], typer.Option(
     "--vary", help="FLAG=v1,v2,… or FLAG=start:stop:step (stop included); repeat for a grid.", show_default=False)]
 SolveOpt = Annotated[bool, typer.Option("--solve", help="Find the cheapest point meeting the target "
                                                         "(--min-concurrency/--request-tokens or --min-kv-tokens).")]
-ChartOpt = Annotated[Optional[str], typer.Option(
+ChartOpt = Annotated[str | None, typer.Option(
     "--chart", help="Chart one output (kv_cache_tokens, max_concurrency, available_kv_cache_bytes, weights_bytes, "
     "num_blocks, concurrency_at_request_tokens) against a varied flag.", show_default=False)]
-ChartXOpt = Annotated[Optional[str], typer.Option(
+ChartXOpt = Annotated[str | None, typer.Option(
     "--chart-x", help="The varied flag on the chart's axis [default: the first --vary].", show_default=False)]
-WhatIfOpt = Annotated[Optional[list[str]], typer.Option(
+WhatIfOpt = Annotated[list[str] | None, typer.Option(
     "--what-if", help="FLAG=VALUE to re-plan the logged startup with (repeatable; all apply together), e.g."
     " gpu-memory-utilization=0.95, kv-cache-dtype=fp8, max-model-len=65536, tensor-parallel-size=2.",
     show_default=False)]
 OnlineOpt = Annotated[bool, typer.Option("--online", help="Allow fetching the model's config.json from the Hub.")]
 
 # --- multimodal and speculative decoding (vLLM's flags) -----------------------------------
-LimitMmOpt = Annotated[Optional[str], typer.Option(
+LimitMmOpt = Annotated[str | None, typer.Option(
     "--limit-mm-per-prompt", help='Items per prompt per modality, as JSON like vLLM: \'{"image": 2, "video": 0}\' '
     "(0 = text only: no vision tower, no encoder profile) [default: 999 each].", show_default=False)]
-SkipMmProfilingOpt = Annotated[Optional[bool], typer.Option(
+SkipMmProfilingOpt = Annotated[bool | None, typer.Option(
     "--skip-mm-profiling", help="Leave the encoder and encoder cache out of the profile run (more KV cache).",
     show_default=False)]
-MmEncoderTpModeOpt = Annotated[Optional[str], typer.Option(
+MmEncoderTpModeOpt = Annotated[str | None, typer.Option(
     "--mm-encoder-tp-mode", help="weights (shard the vision tower over TP) or data (full tower per rank) "
     "[default: weights].", show_default=False)]
-SpeculativeConfigOpt = Annotated[Optional[str], typer.Option(
+SpeculativeConfigOpt = Annotated[str | None, typer.Option(
     "--speculative-config", help='Speculative decoding as JSON like vLLM, e.g. \'{"method": "eagle3", "model": '
     '"ORG/HEAD", "num_speculative_tokens": 3}\' (eagle, eagle3, mtp, draft_model, ngram, ...).', show_default=False)]
-QuantizationOpt = Annotated[Optional[str], typer.Option(
+QuantizationOpt = Annotated[str | None, typer.Option(
     "--quantization", "-q", help="Online quantization, e.g. fp8 (a checkpoint's own scheme is read from its config).",
     show_default=False)]
-DpOpt = Annotated[Optional[int], typer.Option("--data-parallel-size", "-dp", help="Data-parallel replicas.",
+DpOpt = Annotated[int | None, typer.Option("--data-parallel-size", "-dp", help="Data-parallel replicas.",
                                               show_default=False)]
-EpOpt = Annotated[Optional[bool], typer.Option("--enable-expert-parallel/--no-enable-expert-parallel",
+EpOpt = Annotated[bool | None, typer.Option("--enable-expert-parallel/--no-enable-expert-parallel",
                                                help="Whole experts per rank instead of a slice of every expert.",
                                                show_default=False)]
-EplbOpt = Annotated[Optional[bool], typer.Option("--enable-eplb/--no-enable-eplb",
+EplbOpt = Annotated[bool | None, typer.Option("--enable-eplb/--no-enable-eplb",
                                                  help="Expert-parallel load balancing.", show_default=False)]
-RedundantOpt = Annotated[Optional[int], typer.Option("--num-redundant-experts",
+RedundantOpt = Annotated[int | None, typer.Option("--num-redundant-experts",
                                                      help="Redundant expert copies for EPLB.", show_default=False)]
-DcpOpt = Annotated[Optional[int], typer.Option("--decode-context-parallel-size", "-dcp",
+DcpOpt = Annotated[int | None, typer.Option("--decode-context-parallel-size", "-dcp",
                                                help="Decode context parallelism: KV tokens sharded across this group.",
                                                show_default=False)]
-SamplerOpt = Annotated[Optional[str], typer.Option(
+SamplerOpt = Annotated[str | None, typer.Option(
     "--sampler", help="Top-k/top-p sampler the engine runs: flashinfer, native_sort or triton "
     "[default: the release's usual one]; it sets the sampler's share of the activation peak.", show_default=False)]
 
 
-RunnerOpt = Annotated[Optional[str], typer.Option(
+RunnerOpt = Annotated[str | None, typer.Option(
     "--runner", help="generate (default) or pooling, for embedding and scoring models (no sampler pass).",
     show_default=False)]
 

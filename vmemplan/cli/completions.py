@@ -18,10 +18,10 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["SHELLS", "CompletionData", "completion_data", "render", "write_files", "install_path"]
+__all__ = ["SHELLS", "CompletionData", "completion_data", "render", "write_files", "install_path", "shipped_script"]
 
-#: The shells and the file each script ships as (``completions/`` and the wheel's ``vmemplan/_completions``).
-SHELLS: dict[str, str] = {"bash": "vmemplan.bash", "zsh": "vmemplan.zsh", "fish": "vmemplan.fish"}
+from vmemplan.cli.completion_files import SHELLS, install_path, shipped_script  # noqa: F401 (re-exported)
+
 _HEADER = ("vmemplan {shell} completion: generated from the CLI and the registry by "
            "`python -m vmemplan.cli.completions`; do not edit.")
 
@@ -268,31 +268,6 @@ def write_files(directory: str | os.PathLike[str] | None = None) -> list[str]:
         path.write_text(render(shell, data), encoding="utf-8")
         written.append(str(path))
     return written
-
-
-def install_path(shell: str, home: Path | None = None) -> Path:
-    """Where ``--install-completion`` writes the script: the place each shell loads it from."""
-    home = home or Path.home()
-    if shell == "bash":
-        data_home = Path(os.environ.get("XDG_DATA_HOME") or home / ".local" / "share")
-        return data_home / "bash-completion" / "completions" / "vmemplan"
-    if shell == "zsh":
-        return home / ".zfunc" / "_vmemplan"
-    if shell == "fish":
-        config = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config")
-        return config / "fish" / "completions" / "vmemplan.fish"
-    raise ValueError(shell)
-
-
-def shipped_script(shell: str) -> str:
-    """The script as shipped (the wheel's ``vmemplan/_completions`` or the checkout's
-    ``completions/``), else generated now."""
-    name = SHELLS[shell]
-    here = Path(__file__).resolve().parents[1]
-    for path in (here / "_completions" / name, here.parent / "completions" / name):
-        if path.is_file():
-            return path.read_text(encoding="utf-8")
-    return render(shell)
 
 
 if __name__ == "__main__":  # pragma: no cover - the build step

@@ -9,12 +9,29 @@ import typer
 
 from vmemplan.cli._common import console, emit, reports_errors
 from vmemplan.cli._options import (
-    ArrivalOpt, GateOn, GateOnOpt, GpuOpt, ImageSizeOpt, ImagesOpt, LengthsOpt, MinConcurrencyOpt, MinKvTokensOpt,
+    ArrivalOpt,
+    GateOn,
+    GateOnOpt,
+    GpuOpt,
+    ImageSizeOpt,
+    ImagesOpt,
+    LengthsOpt,
+    MinConcurrencyOpt,
+    MinKvTokensOpt,
     ModelArg,
-    NoColorOpt, OutputTokensOpt, PromptTokensOpt, ReferenceTokensOpt, RequestsOpt, SeedOpt, SimulateOpt,
-    VideoFramesOpt, VideosOpt, VideoSizeOpt, with_engine_flags,
+    NoColorOpt,
+    OutputTokensOpt,
+    PromptTokensOpt,
+    ReferenceTokensOpt,
+    RequestsOpt,
+    SeedOpt,
+    SimulateOpt,
+    VideoFramesOpt,
+    VideoSizeOpt,
+    VideosOpt,
+    with_engine_flags,
 )
-from vmemplan.errors import TargetNotMet, UsageError
+from vmemplan.core.errors import TargetNotMet, UsageError
 from vmemplan.render import ConcurrencyFormat, assert_never
 
 

@@ -6,13 +6,13 @@ from __future__ import annotations
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
 from vmemplan.cli._common import emit, reports_errors
 from vmemplan.cli._options import NoColorOpt, OnlineOpt, VersionOpt, WhatIfOpt
-from vmemplan.errors import BadInput, BadLog
+from vmemplan.core.errors import BadInput, BadLog
 
 __all__ = ["explain_log", "read_log_input", "ExplainFormat"]
 
@@ -77,13 +77,13 @@ def _looks_binary(data: bytes) -> bool:
 
 @reports_errors
 def explain_log(
-    log: Annotated[Optional[str], typer.Argument(
+    log: Annotated[str | None, typer.Argument(
         help="The log file; '-' or nothing reads standard input (paste, then Ctrl-D).", show_default=False)] = None,
-    model: Annotated[Optional[str], typer.Option(
+    model: Annotated[str | None, typer.Option(
         "--model", help="Model id or config path to cross-check with [default: the model the log names].",
         show_default=False)] = None,
     what_if: WhatIfOpt = None,
-    gpu: Annotated[Optional[str], typer.Option(
+    gpu: Annotated[str | None, typer.Option(
         "--gpu", help="GPU id, for what-ifs on logs that do not print the total memory (see `vmemplan gpus`).",
         show_default=False)] = None,
     vllm_version: VersionOpt = None,
@@ -132,7 +132,7 @@ def explain_log(
     registry = load_registry()
     gpu_obj = registry.gpu(gpu) if gpu else None
     if vllm_version:
-        from vmemplan.rules import parse_version
+        from vmemplan.core.version import parse_version
 
         parse_version(vllm_version)
     reports = explain_startups(startups, registry=registry, changes=changes, model=model, allow_hub=online,
@@ -160,7 +160,7 @@ def _check(reports: object, check: bool) -> None:
     """--check: exit 3 (one error line, one hint) when the log fails a check."""
     if not check:
         return
-    from vmemplan.errors import TargetNotMet
+    from vmemplan.core.errors import TargetNotMet
     from vmemplan.gates import log_check_failures
 
     failures = log_check_failures(reports)

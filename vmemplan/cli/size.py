@@ -8,7 +8,14 @@ import typer
 
 from vmemplan.cli._common import console, emit, output_width, reports_errors
 from vmemplan.cli._options import (
-    GateOn, GateOnOpt, GpuOpt, MinConcurrencyOpt, MinKvTokensOpt, ModelArg, NoColorOpt, RequestTokensOpt,
+    GateOn,
+    GateOnOpt,
+    GpuOpt,
+    MinConcurrencyOpt,
+    MinKvTokensOpt,
+    ModelArg,
+    NoColorOpt,
+    RequestTokensOpt,
     with_engine_flags,
 )
 from vmemplan.render import OutputFormat, assert_never

@@ -2,16 +2,25 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 import typer
 
 from vmemplan.cli._common import console, emit, gpu_completion, output_width, reports_errors
 from vmemplan.cli._options import (
-    ChartOpt, ChartXOpt, GateOn, GateOnOpt, MinConcurrencyOpt, MinKvTokensOpt, ModelArg, NoColorOpt, SolveOpt, VaryOpt,
+    ChartOpt,
+    ChartXOpt,
+    GateOn,
+    GateOnOpt,
+    MinConcurrencyOpt,
+    MinKvTokensOpt,
+    ModelArg,
+    NoColorOpt,
+    SolveOpt,
+    VaryOpt,
     with_engine_flags,
 )
-from vmemplan.errors import TargetNotMet, UsageError
+from vmemplan.core.errors import TargetNotMet, UsageError
 from vmemplan.render import SweepFormat, assert_never
 from vmemplan.sweep import DEFAULT_MAX_POINTS
 
@@ -21,9 +30,9 @@ from vmemplan.sweep import DEFAULT_MAX_POINTS
 def sweep(
     model: ModelArg,
     vary: VaryOpt,
-    gpu: Optional[str] = typer.Option(None, "--gpu", help="GPU id or alias (or vary it: --vary gpu=l40s,a100,h100).",
+    gpu: str | None = typer.Option(None, "--gpu", help="GPU id or alias (or vary it: --vary gpu=l40s,a100,h100).",
                                       autocompletion=gpu_completion, show_default=False),
-    request_tokens: Optional[int] = typer.Option(
+    request_tokens: int | None = typer.Option(
         None, "--request-tokens", min=1, help="Also report the effective concurrency at this request length.",
         show_default=False),
     min_concurrency: MinConcurrencyOpt = None,
@@ -48,11 +57,11 @@ def sweep(
         vmemplan sweep meta-llama/Llama-3.1-70B --vary gpu=l40s,a100,h100 --vary tp=1,2,4,8 --solve --min-concurrency 64 --request-tokens 4000
     """
     from vmemplan.api import _spinner
+    from vmemplan.core.units import parse_bytes
     from vmemplan.registry import load_registry
     from vmemplan.sources import load_model_source
     from vmemplan.sweep import OUTPUTS, SweepEvaluator, Target, flag_spec, grid_size, iter_sweep, parse_vary
     from vmemplan.sweep import solve as solve_grid
-    from vmemplan.units import parse_bytes
 
     if not vary:
         raise UsageError("nothing to sweep: give at least one --vary FLAG=values",

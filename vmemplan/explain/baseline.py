@@ -10,11 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from vmemplan.errors import UsageError, VmemplanError
+from vmemplan.core.errors import UsageError, VmemplanError
 from vmemplan.explain.parse import Startup
 
 if TYPE_CHECKING:
-    from typing import Any, Sequence
+    from collections.abc import Sequence
+    from typing import Any
 
     from vmemplan.explain.model_link import ModelLink
     from vmemplan.registry import Gpu, Registry

@@ -4,7 +4,8 @@ lines, name the log format, and decide the outcome and how far the startup got."
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from vmemplan.explain.accumulator import Acc
 from vmemplan.explain.startup import FIGURE_NAMES, Figures, LogLine, Startup

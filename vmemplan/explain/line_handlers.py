@@ -8,8 +8,9 @@ A handler never raises on odd text it can avoid; a figure cut in half raises ``V
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, NamedTuple
+from typing import Any, NamedTuple
 
 from vmemplan.explain.accumulator import Acc
 from vmemplan.explain.pyliteral import norm_dtype, parse_config, parse_dict_literal

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from vmemplan.explain.figtext import block_size_of as _bs
 from vmemplan.explain.figtext import gib_text as _g

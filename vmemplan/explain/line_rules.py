@@ -21,8 +21,8 @@ message joined into one record holds three): later rules may refine what earlier
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from vmemplan.explain import failure_lines as fail
 from vmemplan.explain import line_handlers as h

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath, PureWindowsPath
 from typing import TYPE_CHECKING, Any
 
-from vmemplan.errors import VmemplanError
+from vmemplan.core.errors import VmemplanError
 
 if TYPE_CHECKING:
     from vmemplan.model_config import ModelConfig
@@ -192,7 +192,7 @@ def model_dtype_name(log_dtype: str | None, config: ModelConfig) -> str:
 
 def kv_dtype_bytes(kv_cache_dtype: str | None, model_dtype: str) -> int:
     """Bytes per KV element: fp8 variants (and int8 per-token-head) take 1, ``auto`` the model dtype."""
-    from vmemplan.model_config import dtype_bytes
+    from vmemplan.core.units import dtype_bytes
 
     k = (kv_cache_dtype or "auto").lower()
     if k.startswith("fp8") or k.startswith("int8"):

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import codecs
 import re
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from vmemplan.explain.accumulator import Acc
 from vmemplan.explain.freeze import freeze
@@ -112,9 +113,9 @@ def split_corpus_header(text: str) -> tuple[dict[str, Any] | None, str]:
     body = "\n".join(lines[end:])
     data: Any = None
     try:
-        import yaml  # lazy: keep module import light
+        from vmemplan._yaml import safe_load_text  # lazy: keep module import light
 
-        data = yaml.safe_load("\n".join(head))
+        data = safe_load_text("\n".join(head))
     except Exception:  # noqa: BLE001 - any YAML problem falls back to the tiny reader
         data = None
     if not isinstance(data, dict):

@@ -4,8 +4,9 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from vmemplan.explain.startup import FIGURE_JSON_KEYS, Figures, Startup
 

@@ -5,9 +5,10 @@ Pure apart from the model link (:func:`vmemplan.explain.model_link.link_model` r
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
-from vmemplan.errors import UsageError, VmemplanError
+from vmemplan.core.errors import UsageError, VmemplanError
 from vmemplan.explain.baseline import resolve_baseline
 from vmemplan.explain.parse import Startup
 from vmemplan.explain.whatif import model_check_inputs, what_if

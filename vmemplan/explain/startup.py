@@ -6,8 +6,9 @@ Pure data; the parser that fills them is :mod:`vmemplan.explain.parse`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any, Mapping
+from typing import Any
 
 __all__ = ["FIGURE_JSON_KEYS", "FIGURE_NAMES", "GIB", "Figures", "LogLine", "Startup", "half_unit_bytes"]
 
@@ -135,12 +136,6 @@ class Startup:
     @property
     def primary_rank(self) -> int:
         return self.ranks[0] if 0 not in self.ranks else 0
-
-    def to_json(self, **explain_kwargs: Any) -> dict[str, Any]:
-        """The JSON contract entry for this startup (schema_version 1), checks included."""
-        from vmemplan.explain.explain import explain  # local: explain imports this module
-
-        return explain(self, **explain_kwargs).to_json()
 
 
 

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping
 
 from vmemplan import pipeline
-from vmemplan.errors import UsageError, VmemplanError
+from vmemplan.core.errors import UsageError, VmemplanError
 from vmemplan.explain.baseline import (
     WHAT_IF_FLAGS,
     Baseline,

@@ -33,7 +33,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from vmemplan.errors import RegistryInvalid
+from vmemplan.core.errors import RegistryInvalid
 
 __all__ = [
     "BandData",

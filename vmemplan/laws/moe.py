@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from vmemplan.errors import UsageError
+from vmemplan.core.errors import UsageError
 
 __all__ = ["ExpertPlacement", "expert_placement", "local_expert_counts", "eplb_state_bytes", "moe_shard"]
 

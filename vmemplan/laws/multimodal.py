@@ -21,12 +21,11 @@ at the encoder's width over the encoder's input patches.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from vmemplan.errors import UsageError
+from vmemplan.core.errors import UsageError
 
 __all__ = [
     "DEFAULT_MM_LIMIT",
@@ -37,7 +36,6 @@ __all__ = [
     "encoder_cache_bytes",
     "limit_for",
     "mm_profile",
-    "parse_limit_mm_per_prompt",
     "pixtral_image_tokens",
     "profile_peak_bytes",
     "qwen_vl_image_size_with_most_features",
@@ -61,50 +59,6 @@ Limits = tuple[tuple[str, int], ...]
 # --------------------------------------------------------------------------------------
 # --limit-mm-per-prompt
 # --------------------------------------------------------------------------------------
-
-
-def parse_limit_mm_per_prompt(value: str | Mapping[str, object] | None) -> Limits:
-    """Parse ``--limit-mm-per-prompt`` as vLLM does: a JSON object of modality → count, where a
-    value is an integer or an object with a ``count`` (and dummy-size options that do not change
-    the count).  ``image=2,video=0`` is accepted too.  Returns sorted ``(modality, count)`` pairs.
-
-    Mirrors vllm/config/multimodal.py::MultiModalConfig._validate_limit_per_prompt (0.33.0).
-    """
-    if value is None:
-        return ()
-    data: object = value
-    if isinstance(value, str):
-        text = value.strip()
-        if not text:
-            return ()
-        if text.startswith("{"):
-            try:
-                data = json.loads(text)
-            except json.JSONDecodeError as exc:
-                raise UsageError(f"--limit-mm-per-prompt is not valid JSON: {exc.msg}",
-                                 hint='e.g. --limit-mm-per-prompt \'{"image": 2, "video": 0}\'') from None
-        else:
-            pairs: dict[str, object] = {}
-            for part in text.split(","):
-                key, sep, num = part.partition("=")
-                if not sep or not key.strip():
-                    raise UsageError(f"--limit-mm-per-prompt: cannot read {part!r}",
-                                     hint='use JSON, e.g. \'{"image": 2, "video": 0}\'')
-                try:
-                    pairs[key.strip()] = int(num)
-                except ValueError:
-                    raise UsageError(f"--limit-mm-per-prompt: {num!r} is not a whole number") from None
-            data = pairs
-    if not isinstance(data, Mapping):
-        raise UsageError("--limit-mm-per-prompt must be a JSON object of modality: count")
-    out: dict[str, int] = {}
-    for modality, raw in data.items():
-        count = raw.get("count", DEFAULT_MM_LIMIT) if isinstance(raw, Mapping) else raw
-        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
-            raise UsageError(f"--limit-mm-per-prompt: the count for {modality!r} must be a whole number >= 0, "
-                             f"got {count!r}")
-        out[str(modality)] = count
-    return tuple(sorted(out.items()))
 
 
 def limit_for(limits: Limits | Mapping[str, int], modality: str) -> int:

@@ -18,31 +18,23 @@ reading the file is the registry loader's job, so this module never imports yaml
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 
-from vmemplan.errors import RegistryInvalid, UsageError
-from vmemplan.laws.activation import ActivationConstants
+from vmemplan.core.errors import RegistryInvalid, UsageError
 
 __all__ = [
     "CUDA_GRAPH_MODES",
-    "Constant",
-    "ConstantTable",
-    "CostModel",
     "CudaGraphConstants",
     "CudaGraphEstimate",
     "CudaGraphFamily",
-    "Era",
     "NonTorchConstants",
     "PreBudget",
     "PreBudgetConstants",
     "cuda_graph_bytes",
     "non_torch_bytes",
-    "parse_cost_model",
-    "parse_vllm_version",
     "pre_budget_bytes",
 ]
 
@@ -282,231 +274,3 @@ def non_torch_bytes(*, world_size: int, nccl_inside_budget: bool, constants: Non
         raise UsageError("world size must be >= 1")
     comm = _communicator_bytes(constants.communicator_bytes_by_world_size, world_size)
     return constants.base_bytes + (comm if nccl_inside_budget else 0)
-
-
-# --------------------------------------------------------------------------- registry schema
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class Constant(_Strict):
-    """One registry number with its provenance."""
-
-    value: float
-    source: str = Field(min_length=1)
-    obtained: str = Field(min_length=1)
-    vllm_version: str = Field(min_length=1)
-
-
-class ConstantTable(_Strict):
-    """A table of registry numbers (keyed by tp, world size or mode) with its provenance."""
-
-    values: dict[Any, float]
-    source: str = Field(min_length=1)
-    obtained: str = Field(min_length=1)
-    vllm_version: str = Field(min_length=1)
-
-
-class SamplerRegistry(_Strict):
-    default_path: str
-    paths: dict[str, Constant]
-
-    @model_validator(mode="after")
-    def _default_known(self) -> SamplerRegistry:
-        if self.default_path not in self.paths:
-            raise ValueError(f"default_path {self.default_path!r} is not one of {sorted(self.paths)}")
-        return self
-
-
-class FusedMoeRegistry(_Strict):
-    """How one release era's fused-MoE call lays out its workspaces (read from vLLM's code)."""
-
-    workspace_layout: Literal["fused_experts_impl", "modular"]
-    chunk_tokens: int = Field(ge=0)  # VLLM_FUSED_MOE_CHUNK_SIZE's default; 0 = no chunking
-    source: str = Field(min_length=1)
-    obtained: str = Field(min_length=1)
-    vllm_version: str = Field(min_length=1)
-    calibrated_by: str = Field(min_length=1)  # corpus logs that check it, or "none"
-
-
-class ActivationRegistry(_Strict):
-    dense_hidden_buffers: Constant
-    dense_intermediate_buffers: Constant
-    fused_moe: FusedMoeRegistry
-    floor_bytes: Constant
-    sampler: SamplerRegistry
-
-
-class Era(_Strict):
-    """A span of vLLM releases whose memory accounting works the same way."""
-
-    id: str
-    engine: Literal["v0", "v1"]
-    vllm_from: str
-    vllm_before: str | None = None
-    calibrated_against: str
-    budget_formula: str
-    nccl_inside_budget: bool
-    cuda_context_inside_budget: bool
-    cudagraph_estimate: Literal["none", "opt_in", "default"]
-    activation: ActivationRegistry
-    non_torch_base_bytes: Constant
-    notes: str = ""
-
-    @model_validator(mode="after")
-    def _versions_parse(self) -> Era:
-        parse_vllm_version(self.vllm_from)
-        if self.vllm_before is not None:
-            parse_vllm_version(self.vllm_before)
-        return self
-
-    def contains(self, version: tuple[int, int, int]) -> bool:
-        lo = parse_vllm_version(self.vllm_from)
-        if version < lo:
-            return False
-        return self.vllm_before is None or version < parse_vllm_version(self.vllm_before)
-
-
-class CudaGraphFamilyRegistry(_Strict):
-    floor_bytes: Constant
-    per_token_hidden_layer_bytes: Constant
-    per_graph_bytes: Constant
-
-
-class CudaGraphRegistry(_Strict):
-    flat_bytes_by_mode: ConstantTable
-    families: dict[Literal["piecewise", "full"], CudaGraphFamilyRegistry] | None = None
-
-    @model_validator(mode="after")
-    def _modes_known(self) -> CudaGraphRegistry:
-        unknown = set(self.flat_bytes_by_mode.values) - set(CUDA_GRAPH_MODES)
-        if unknown:
-            raise ValueError(f"unknown CUDA graph modes {sorted(map(str, unknown))}")
-        return self
-
-
-class PreBudgetRegistry(_Strict):
-    cuda_context_bytes: Constant
-    workspace_bytes: Constant
-    communicator_bytes_by_world_size: ConstantTable
-
-
-class CostModel(_Strict):
-    """The whole cost-model registry, validated."""
-
-    schema_version: Literal[1]
-    eras: list[Era] = Field(min_length=1)
-    pre_budget: PreBudgetRegistry
-    cuda_graphs: CudaGraphRegistry
-
-    def era_for(self, vllm_version: str, *, engine: Literal["v0", "v1"] = "v1") -> Era:
-        """The era that covers a vLLM version for an engine (V0 or V1)."""
-        ver = parse_vllm_version(vllm_version)
-        for era in self.eras:
-            if era.engine == engine and era.contains(ver):
-                return era
-        raise RegistryInvalid(f"cost model has no {engine} era covering vLLM {vllm_version}")
-
-    def activation_constants(
-        self, vllm_version: str, *, engine: Literal["v0", "v1"] = "v1", sampler_path: str | None = None
-    ) -> ActivationConstants:
-        era = self.era_for(vllm_version, engine=engine)
-        act = era.activation
-        path = sampler_path or act.sampler.default_path
-        if path not in act.sampler.paths:
-            raise UsageError(
-                f"sampler path {path!r} is not in era {era.id}",
-                hint="use one of " + ", ".join(sorted(act.sampler.paths)),
-            )
-        return ActivationConstants(
-            era=era.id,
-            vllm_version=era.calibrated_against,
-            dense_hidden_buffers=act.dense_hidden_buffers.value,
-            dense_intermediate_buffers=act.dense_intermediate_buffers.value,
-            moe_workspace_layout=act.fused_moe.workspace_layout,
-            moe_chunk_tokens=int(act.fused_moe.chunk_tokens),
-            floor_bytes=int(act.floor_bytes.value),
-            sampler_path=path,
-            sampler_fp32_copies=act.sampler.paths[path].value,
-        )
-
-    def non_torch_constants(
-        self, vllm_version: str, *, engine: Literal["v0", "v1"] = "v1"
-    ) -> NonTorchConstants:
-        era = self.era_for(vllm_version, engine=engine)
-        return NonTorchConstants(
-            era=era.id,
-            vllm_version=era.calibrated_against,
-            base_bytes=int(era.non_torch_base_bytes.value),
-            communicator_bytes_by_world_size=self._communicator_table(),
-        )
-
-    def pre_budget_constants(self) -> PreBudgetConstants:
-        pb = self.pre_budget
-        return PreBudgetConstants(
-            vllm_version=pb.cuda_context_bytes.vllm_version,
-            cuda_context_bytes=int(pb.cuda_context_bytes.value),
-            workspace_bytes=int(pb.workspace_bytes.value),
-            communicator_bytes_by_world_size=self._communicator_table(),
-        )
-
-    def cuda_graph_constants(self) -> CudaGraphConstants:
-        cg = self.cuda_graphs
-        fams = None
-        if cg.families is not None:
-            fams = {
-                name: CudaGraphFamily(
-                    floor_bytes=int(f.floor_bytes.value),
-                    per_token_hidden_layer_bytes=f.per_token_hidden_layer_bytes.value,
-                    per_graph_bytes=int(f.per_graph_bytes.value),
-                )
-                for name, f in cg.families.items()
-            }
-        return CudaGraphConstants(
-            vllm_version=cg.flat_bytes_by_mode.vllm_version,
-            flat_bytes_by_mode={str(k): int(v) for k, v in cg.flat_bytes_by_mode.values.items()},
-            families=fams,
-        )
-
-    def _communicator_table(self) -> dict[int, int]:
-        return {
-            int(k): int(v) for k, v in self.pre_budget.communicator_bytes_by_world_size.values.items()
-        }
-
-
-_VERSION_RE = re.compile(r"^\s*v?(\d+)\.(\d+)(?:\.(\d+))?")
-
-
-def parse_vllm_version(text: str) -> tuple[int, int, int]:
-    """``"0.13.0+faa43dbf.nv26.01"`` → ``(0, 13, 0)``; suffixes (rc, dev, post, local) are ignored."""
-    m = _VERSION_RE.match(str(text))
-    if not m:
-        raise RegistryInvalid(f"not a vLLM version: {text!r}")
-    return int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)
-
-
-def parse_cost_model(mapping: Mapping[str, Any]) -> CostModel:
-    """Validate the parsed ``cost_model.yaml`` mapping into a frozen :class:`CostModel`.
-
-    Raises :class:`vmemplan.errors.RegistryInvalid` (never a pydantic traceback) when a key is
-    missing, unknown, of the wrong type, or a constant lacks its ``source``/``obtained`` text.
-    """
-    if not isinstance(mapping, Mapping):
-        raise RegistryInvalid("cost model registry must be a mapping at the top level")
-    # Top-level keys starting with "x-" hold YAML anchors shared by the eras; they carry no data.
-    data = {k: v for k, v in mapping.items() if not (isinstance(k, str) and k.startswith("x-"))}
-    try:
-        model = CostModel.model_validate(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first.get("loc", ())) or "<root>"
-        raise RegistryInvalid(
-            f"cost model registry invalid at {where}: {first.get('msg', 'invalid')}",
-            hint=f"{exc.error_count()} problem(s); see registry/COST_MODEL.md for the schema",
-        ) from None
-    ids = [e.id for e in model.eras]
-    if len(set(ids)) != len(ids):
-        raise RegistryInvalid("cost model registry has duplicate era ids")
-    return model

@@ -2,7 +2,7 @@
 
 Each scheme implements the ``WeightScheme`` protocol of :mod:`vmemplan.laws.weights`
 (``name``, ``tensor_bytes``) and its ``tensor_parts`` extension: for one allocation unit of a
-:class:`~vmemplan.models.base.WeightTensor` (one layer's linear, or one layer's fused experts)
+:class:`~vmemplan.core.graph.WeightTensor` (one layer's linear, or one layer's fused experts)
 the list of separate tensors vLLM holds — packed weight, scales, zero points, group indices —
 so that the weights law can round each one as the CUDA allocator does.
 
@@ -49,8 +49,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from vmemplan.errors import ModelConfigError, UsageError
-from vmemplan.models.base import WeightTensor
+from vmemplan.core.errors import ModelConfigError, UsageError
+from vmemplan.core.graph import WeightTensor
+from vmemplan.core.units import dtype_bytes
 
 __all__ = [
     "QuantScheme",
@@ -109,7 +110,7 @@ class QuantScheme:
     quantize_lm_head: bool = False
     #: how ignore-list entries match module names: "exact", "substring" or "pattern"
     match_mode: str = "pattern"
-    _cache: dict = field(default_factory=dict, compare=False, repr=False)
+    _cache: dict[tuple[str, int], int] = field(default_factory=dict, compare=False, repr=False)
 
     # -- protocol ---------------------------------------------------------------------
     def tensor_bytes(self, tensor: WeightTensor, model_dtype_bytes: int) -> int | None:
@@ -219,8 +220,6 @@ def _match(module: str, pattern: str, mode: str = "pattern") -> bool:
 
 
 def _dtype_width(name: str) -> int:
-    from vmemplan.model_config import dtype_bytes
-
     return dtype_bytes(name)
 
 
@@ -453,7 +452,7 @@ def _compressed_tensors(qc: Mapping[str, Any], source: str, sm_major: int | None
 
 
 def _modelopt(qc: Mapping[str, Any], source: str) -> QuantScheme:
-    inner = qc.get("quantization") if isinstance(qc.get("quantization"), Mapping) else qc
+    inner: Any = qc.get("quantization") if isinstance(qc.get("quantization"), Mapping) else qc
     algo = str(inner.get("quant_algo") or "").upper()
     excluded = _as_list(inner.get("exclude_modules") or inner.get("ignore") or qc.get("ignore"))
     if "NVFP4" in algo or "FP4" in algo:

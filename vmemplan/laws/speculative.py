@@ -24,26 +24,17 @@ Rules mirror vLLM 0.33.0:
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
 
-from vmemplan.errors import UsageError
-
-if TYPE_CHECKING:
-    from vmemplan.model_config import ModelConfig
-    from vmemplan.models.base import GraphContext, WeightTensor
+from vmemplan.core.errors import UsageError
 
 __all__ = [
     "KV_FREE_METHODS",
+    "METHODS",
     "MTP_ALIASES",
     "SpeculativeConfig",
-    "drafter_kv_specs",
-    "drafter_weight_tensors",
     "max_num_new_slots_for_drafting",
     "max_num_scheduled_tokens",
-    "parse_speculative_config",
     "uniform_decode_query_len",
 ]
 
@@ -59,18 +50,6 @@ MTP_ALIASES = frozenset({
 })
 METHODS = frozenset({"ngram", "ngram_gpu", "draft_model", "suffix", "custom_class", "eagle", "eagle3",
                      "extract_hidden_states", "dflash", "dspark", "mtp"})
-_KNOWN_KEYS = frozenset({
-    "method", "model", "num_speculative_tokens", "draft_tensor_parallel_size", "prompt_lookup_min",
-    "prompt_lookup_max", "parallel_drafting", "quantization", "max_model_len", "revision",
-    "enforce_eager", "kv_cache_dtype", "disable_padded_drafter_batch", "attention_backend",
-    "code_revision", "moe_backend", "tensor_parallel_size", "draft_lm_head_quantization",
-    "use_local_argmax_reduction", "use_heterogeneous_vocab", "rejection_sample_method",
-    "draft_sample_method", "disable_eagle_block_drop", "disable_lookahead_block_hashes",
-    "index_share_for_mtp_iteration", "suffix_decoding_max_tree_depth", "suffix_decoding_max_cached_requests",
-    "suffix_decoding_max_spec_factor", "suffix_decoding_min_token_prob", "speculative_token_tree",
-})
-
-
 @dataclass(frozen=True)
 class SpeculativeConfig:
     """A parsed ``--speculative-config``."""
@@ -91,85 +70,6 @@ class SpeculativeConfig:
     @property
     def uses_draft_model(self) -> bool:
         return self.method == "draft_model"
-
-
-def parse_speculative_config(value: str | Mapping[str, Any] | None, *,
-                             target_num_nextn_layers: int | None = None) -> SpeculativeConfig | None:
-    """Parse ``--speculative-config`` (a JSON object) as vLLM 0.33.0 does.
-
-    ``target_num_nextn_layers`` (the target's ``num_nextn_predict_layers``) is the default
-    ``num_speculative_tokens`` for MTP.  Raises :class:`UsageError` where vLLM raises.
-    Mirrors vllm/config/speculative.py::SpeculativeConfig.__post_init__ (0.33.0).
-    """
-    if value is None:
-        return None
-    data: Any = value
-    if isinstance(value, str):
-        if not value.strip():
-            return None
-        try:
-            data = json.loads(value)
-        except json.JSONDecodeError as exc:
-            raise UsageError(f"--speculative-config is not valid JSON: {exc.msg}",
-                             hint='e.g. --speculative-config \'{"method": "eagle3", "model": "...", '
-                                  '"num_speculative_tokens": 3}\'') from None
-    if not isinstance(data, Mapping):
-        raise UsageError("--speculative-config must be a JSON object")
-    unknown = sorted(set(data) - _KNOWN_KEYS)
-    if unknown:
-        raise UsageError(f"--speculative-config: unknown key(s) {', '.join(unknown)}")
-    model = data.get("model")
-    if model is not None and not isinstance(model, str):
-        raise UsageError("--speculative-config: model must be a string")
-    method = data.get("method")
-    if method is not None and not isinstance(method, str):
-        raise UsageError("--speculative-config: method must be a string")
-    if method is None:
-        if model in ("ngram", "[ngram]"):
-            method = "ngram"
-        elif model is not None and "eagle-" in model.lower():
-            method = "eagle"
-        elif model is not None and "eagle3" in model.lower():
-            method = "eagle3"
-        else:
-            method = "draft_model"
-    method = method.lower()
-    if method == "[ngram]":
-        method = "ngram"
-    if method in MTP_ALIASES:
-        method = "mtp"
-    if method not in METHODS:
-        raise UsageError(f"--speculative-config: unknown method {method!r}",
-                         hint="one of " + ", ".join(sorted(METHODS)))
-    k = data.get("num_speculative_tokens")
-    if k is None and method == "mtp" and target_num_nextn_layers:
-        k = target_num_nextn_layers
-    if k is None:
-        raise UsageError("--speculative-config needs num_speculative_tokens"
-                         + (" (the target has no MTP layers to default it from)" if method == "mtp" else ""))
-    if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
-        raise UsageError(f"--speculative-config: num_speculative_tokens must be a positive whole number, got {k!r}")
-    if model is None and method in ("eagle", "eagle3", "draft_model", "dflash"):
-        raise UsageError(f"--speculative-config: method {method} needs a model (the drafter)")
-    if method == "mtp" and target_num_nextn_layers and k > target_num_nextn_layers and k % target_num_nextn_layers:
-        raise UsageError(f"--speculative-config: num_speculative_tokens {k} must be divisible by the "
-                         f"{target_num_nextn_layers} MTP layers")
-    lo, hi = data.get("prompt_lookup_min"), data.get("prompt_lookup_max")
-    if method in ("ngram", "ngram_gpu"):
-        if lo is None and hi is None:
-            lo = hi = 5
-        elif lo is None:
-            lo = hi
-        elif hi is None:
-            hi = lo
-        if lo > hi:
-            raise UsageError(f"--speculative-config: prompt_lookup_min {lo} must be <= prompt_lookup_max {hi}")
-    dtp = data.get("draft_tensor_parallel_size")
-    if dtp is not None and (isinstance(dtp, bool) or not isinstance(dtp, int) or dtp < 1):
-        raise UsageError("--speculative-config: draft_tensor_parallel_size must be a positive whole number")
-    return SpeculativeConfig(method=method, num_speculative_tokens=int(k), model=model,
-                             draft_tensor_parallel_size=dtp, parallel_drafting=bool(data.get("parallel_drafting", False)),
-                             prompt_lookup_min=lo, prompt_lookup_max=hi)
 
 
 # --------------------------------------------------------------------------------------
@@ -239,142 +139,3 @@ def max_num_scheduled_tokens(*, max_num_batched_tokens: int, max_num_seqs: int,
     if max_num_batched_tokens <= slots:
         raise UsageError("--max-num-batched-tokens leaves no slot for a token beside the draft slots")
     return value
-
-
-# --------------------------------------------------------------------------------------
-# Drafter weights and KV
-# --------------------------------------------------------------------------------------
-
-
-def _draft_cfg(spec: SpeculativeConfig, target: ModelConfig, draft: ModelConfig | None) -> ModelConfig:
-    if draft is not None:
-        return draft
-    if spec.method in ("eagle", "eagle3"):
-        # No drafter config at hand: an EAGLE head is one decoder layer of the target's width.
-        return target
-    raise UsageError(f"speculative method {spec.method} needs the drafter's config.json",
-                     hint="pass the draft model's config (it is resolved like the target)")
-
-
-def _head_layers(spec: SpeculativeConfig, target: ModelConfig, draft: ModelConfig | None) -> int:
-    if draft is None:
-        return 1
-    return draft.num_hidden_layers
-
-
-def drafter_weight_tensors(spec: SpeculativeConfig | None, target: ModelConfig, ctx: GraphContext,
-                           draft: ModelConfig | None = None, *, share_embeddings: bool = True) -> list[WeightTensor]:
-    """Tensors the drafter adds to one rank (they count in "Model loading took").
-
-    * EAGLE (llama_eagle.py): per layer the Llama decoder layer (the first without
-      ``input_layernorm``), plus ``fc`` Linear(2h → h) replicated; embedding shared with the
-      target unless ``share_embeddings`` is False; the LM head is always the target's.
-    * EAGLE-3 (llama_eagle3.py): as EAGLE but the first layer's qkv reads 2h, each layer has a
-      ``hidden_norm``, ``fc`` reads ``num_aux_hidden_states (3) × target_hidden``, a final norm,
-      its own ``lm_head`` of ``draft_vocab_size`` rows and, when that differs from the target
-      vocabulary, an int64 ``draft_id_to_target_id`` map.
-    * draft model: the drafter's own adapter at ``draft_tensor_parallel_size`` (default the
-      target's tp).
-    * MTP, ngram, suffix, custom: none here (MTP layers belong to the target adapter).
-    Only the last pipeline stage holds a drafter (vLLM runs it with the sampler).
-    """
-    from vmemplan.models.base import GraphContext as _Ctx
-    from vmemplan.models.base import WeightTensor
-    from vmemplan.models.dense import pad_vocab
-
-    if spec is None or spec.method in KV_FREE_METHODS or spec.method == "mtp":
-        return []
-    if ctx.pipeline_rank != ctx.pipeline_parallel_size - 1:
-        return []
-    tp = ctx.tensor_parallel_size
-    if spec.method == "draft_model":
-        from vmemplan.models.base import adapter_for
-
-        d = _draft_cfg(spec, target, draft)
-        dtp = spec.draft_tensor_parallel_size or tp
-        dctx = _Ctx(tensor_parallel_size=dtp, model_dtype=ctx.model_dtype, block_size=ctx.block_size,
-                    cache_dtype=ctx.cache_dtype, max_model_len=ctx.max_model_len)
-        return [WeightTensor(f"draft_model.{t.name}", t.kind, t.rows, t.cols, t.count, t.quantizable, t.dtype,
-                             t.in_features_full, t.allocations, t.out_features_full)
-                for t in adapter_for(d).weight_tensors(dctx)]
-    if spec.method not in ("eagle", "eagle3"):
-        raise UsageError(f"drafter weights for method {spec.method} are not modelled",
-                         hint="supported: eagle, eagle3, mtp (target adapters), draft_model, ngram")
-    d = _draft_cfg(spec, target, draft)
-    n = _head_layers(spec, target, draft)
-    h, hd = d.hidden_size, d.head_dim
-    heads_q = d.num_attention_heads // tp
-    kv = max(1, d.num_key_value_heads // tp)
-    inter = d.intermediate_size // tp
-    qkv_rows = (heads_q + 2 * kv) * hd
-    out: list[WeightTensor] = []
-    eagle3 = spec.method == "eagle3"
-    first_in = 2 * h if eagle3 else h
-    out.append(WeightTensor("drafter.layers.0.self_attn.qkv_proj", "linear", qkv_rows, first_in, 1, True,
-                            in_features_full=first_in))
-    if n > 1:
-        out.append(WeightTensor("drafter.layers.self_attn.qkv_proj", "linear", qkv_rows, h, n - 1, True,
-                                in_features_full=h))
-    out += [
-        WeightTensor("drafter.layers.self_attn.o_proj", "linear", h, heads_q * hd, n, True,
-                     in_features_full=d.num_attention_heads * hd),
-        WeightTensor("drafter.layers.mlp.gate_up_proj", "linear", 2 * inter, h, n, True, in_features_full=h),
-        WeightTensor("drafter.layers.mlp.down_proj", "linear", h, inter, n, True, in_features_full=d.intermediate_size),
-    ]
-    # norms: EAGLE drops the first layer's input_layernorm; EAGLE-3 adds hidden_norm per layer
-    norms = 2 * n - 1 if not eagle3 else 3 * n
-    out.append(WeightTensor("drafter.layers.norms", "norm", h, 1, norms))
-    raw = d.raw if draft is not None else {}
-    if eagle3:
-        aux = int(raw.get("num_aux_hidden_states") or len((raw.get("eagle_config") or {}).get(
-            "eagle_aux_hidden_state_layer_ids") or []) or 3)
-        target_h = int(raw.get("target_hidden_size") or target.hidden_size)
-        out.append(WeightTensor("drafter.fc", "linear", h, aux * target_h, 1, True, in_features_full=aux * target_h))
-        out.append(WeightTensor("drafter.norm", "norm", h, 1))
-        dv = int(raw.get("draft_vocab_size") or d.vocab_size)
-        out.append(WeightTensor("drafter.lm_head", "lm_head", pad_vocab(dv) // tp, h))
-        if dv != target.vocab_size:
-            # an int64 id per draft token: priced as two fp32-wide elements (8 bytes)
-            out.append(WeightTensor("drafter.draft_id_to_target_id", "buffer", dv, 2, dtype="float32"))
-    else:
-        out.append(WeightTensor("drafter.fc", "linear", h, 2 * h, 1, True, in_features_full=2 * h))
-    if not share_embeddings:
-        out.append(WeightTensor("drafter.embed_tokens", "embedding", pad_vocab(d.vocab_size) // tp, h))
-    return out
-
-
-def drafter_kv_specs(spec: SpeculativeConfig | None, target: ModelConfig, ctx: GraphContext,
-                     draft: ModelConfig | None = None) -> dict[str, Any]:
-    """KV cache specs of the drafter's attention layers (named after the target's last layer,
-    as vLLM numbers them: ``model.layers.{L + i}``).  Empty for ngram / suffix / custom, and for
-    MTP (the target adapter lists its MTP layers).  A draft model contributes its own adapter's
-    specs under a ``draft_model.`` prefix.
-    """
-    from vmemplan.laws.kv_specs import FullAttentionSpec, kv_dtype_bytes
-    from vmemplan.model_config import dtype_bytes
-
-    if spec is None or not spec.adds_kv or spec.method == "mtp":
-        return {}
-    if ctx.pipeline_rank != ctx.pipeline_parallel_size - 1:
-        return {}
-    if spec.method == "draft_model":
-        from vmemplan.models.base import GraphContext as _Ctx
-        from vmemplan.models.base import adapter_for
-
-        d = _draft_cfg(spec, target, draft)
-        dtp = spec.draft_tensor_parallel_size or ctx.tensor_parallel_size
-        dctx = _Ctx(tensor_parallel_size=dtp, model_dtype=ctx.model_dtype, block_size=ctx.block_size,
-                    cache_dtype=ctx.cache_dtype, max_model_len=ctx.max_model_len)
-        return {f"draft_model.{k}": v for k, v in adapter_for(d).kv_cache_specs(dctx).items()}
-    d = _draft_cfg(spec, target, draft)
-    n = _head_layers(spec, target, draft)
-    heads = max(1, d.num_key_value_heads // ctx.tensor_parallel_size)
-    nbytes = kv_dtype_bytes(ctx.cache_dtype, dtype_bytes(ctx.model_dtype))
-    cache_dtype = ctx.model_dtype if ctx.cache_dtype == "auto" else ctx.cache_dtype
-    base = target.num_hidden_layers
-    return {
-        f"model.layers.{base + i}.self_attn.attn": FullAttentionSpec(
-            block_size=ctx.block_size, num_kv_heads=heads, head_size=d.head_dim,
-            cache_dtype=cache_dtype, dtype_bytes=nbytes)
-        for i in range(n)
-    }

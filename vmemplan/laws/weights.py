@@ -20,8 +20,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
-from vmemplan.model_config import dtype_bytes
-from vmemplan.models.base import WeightTensor
+from vmemplan.core.graph import WeightTensor
+from vmemplan.core.units import dtype_bytes
 
 __all__ = [
     "WeightScheme",

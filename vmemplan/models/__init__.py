@@ -7,15 +7,8 @@ that registers its adapter with :func:`register`, plus a bundled config and test
 
 from __future__ import annotations
 
-from vmemplan.models.base import (
-    ADAPTERS,
-    Adapter,
-    GraphContext,
-    WeightTensor,
-    adapter_for,
-    register,
-    supported_architectures,
-)
+from vmemplan.core.graph import GraphContext, WeightTensor
+from vmemplan.models.base import ADAPTERS, Adapter, adapter_for, register, supported_architectures
 
 __all__ = [
     "ADAPTERS",

@@ -13,11 +13,14 @@ Laws turn those into bytes; adapters do no arithmetic beyond shapes.
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from collections.abc import Mapping
-from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from vmemplan.errors import UnsupportedArchitecture, UsageError
+from vmemplan.core.errors import ModelConfigError, UnsupportedArchitecture, UsageError
+from vmemplan.core.graph import GraphContext, WeightTensor
 
 if TYPE_CHECKING:
     from vmemplan.model_config import ModelConfig
@@ -25,96 +28,12 @@ if TYPE_CHECKING:
 __all__ = [
     "ADAPTERS",
     "Adapter",
-    "GraphContext",
-    "WeightTensor",
     "adapter_for",
     "register",
+    "register_generic",
     "supported_architectures",
     "rope_cache_positions",
 ]
-
-WeightKind = Literal[
-    "embedding", "lm_head", "linear", "norm", "bias", "buffer", "expert", "router", "encoder"
-]
-
-
-@dataclass(frozen=True)
-class WeightTensor:
-    """One parameter tensor (or persistent buffer) as a rank holds it.
-
-    ``rows`` x ``cols`` is the per-rank shape (vLLM stores linear weights as
-    ``[out_features, in_features]``); ``count`` repeats it (one per layer, or per local
-    expert).  ``quantizable`` says whether the checkpoint's quantization scheme applies to
-    it; embeddings, norms and buffers stay at their own width.  ``dtype`` overrides the
-    model dtype (e.g. an fp32 buffer).
-    """
-
-    name: str
-    kind: WeightKind
-    rows: int
-    cols: int
-    count: int = 1
-    quantizable: bool = False
-    dtype: str | None = None
-    # full (unsharded) input features, for group-wise quantization scales
-    in_features_full: int | None = None
-    # how many separate tensors the ``count`` repetitions are stored in: None means one
-    # tensor per repetition (a per-layer linear); a fused-MoE weight holds all local
-    # experts of a layer in one tensor, so it sets this to the number of layers.
-    allocations: int | None = None
-    # full (unsharded) output features, for per-channel / block scales
-    out_features_full: int | None = None
-
-    @property
-    def num_allocations(self) -> int:
-        return self.allocations if self.allocations is not None else self.count
-
-    @property
-    def elements(self) -> int:
-        return self.rows * self.cols * self.count
-
-
-@dataclass(frozen=True)
-class GraphContext:
-    """What an adapter needs to know about the deployment, for one rank."""
-
-    tensor_parallel_size: int = 1
-    pipeline_parallel_size: int = 1
-    pipeline_rank: int = 0
-    block_size: int = 16
-    cache_dtype: str = "auto"  # as the user gave --kv-cache-dtype
-    model_dtype: str = "bfloat16"
-    sm_major: int | None = 9
-    num_speculative_tokens: int = 0
-    speculative_method: str | None = None
-    enable_expert_parallel: bool = False
-    data_parallel_size: int = 1
-    decode_context_parallel_size: int = 1
-    max_model_len: int = 2048
-    enable_prefix_caching: bool = True
-    max_num_batched_tokens: int = 8192
-    max_num_seqs: int = 256
-    quantization: str | None = None  # --quantization (online), else read from the config
-    enable_eplb: bool = False
-    num_redundant_experts: int = 0
-    prefill_context_parallel_size: int = 1
-    mamba_cache_mode: str | None = None  # "none" | "align" | "all"; None = vLLM's default
-    mamba_cache_dtype: str = "auto"  # --mamba-cache-dtype (conv state; "auto" = model dtype)
-    mamba_ssm_cache_dtype: str = "auto"  # --mamba-ssm-cache-dtype ("auto" = the model's default)
-    limit_mm_per_prompt: tuple[tuple[str, int], ...] = ()
-    skip_mm_profiling: bool = False
-    mm_encoder_tp_mode: str = "weights"
-    speculative_model_config: Any = None  # drafter's ModelConfig for draft-model speculation
-
-    @property
-    def world_size(self) -> int:
-        return self.tensor_parallel_size * self.pipeline_parallel_size
-
-    @property
-    def expert_parallel_size(self) -> int:
-        """EP width as vLLM forms it: tp × dp ranks when expert parallelism is on, else 1."""
-        return self.tensor_parallel_size * self.data_parallel_size if self.enable_expert_parallel else 1
-
 
 class Adapter:
     """Base adapter: subclasses set ``architectures`` and ``family`` and override the methods."""
@@ -157,8 +76,6 @@ class Adapter:
                         length = orig
                 length = int(length * factor)
         if length < 1:
-            from vmemplan.errors import ModelConfigError
-
             raise ModelConfigError(
                 f"config.json: the rope scaling {rs} gives a context of {length} tokens",
                 hint="a rope-scaling factor must be positive")
@@ -263,6 +180,9 @@ class Adapter:
 
 
 ADAPTERS: dict[str, type[Adapter]] = {}
+#: The fallback for an unknown plain decoder (``models.dense.GenericDecoder`` registers itself).
+_GENERIC: list[type[Adapter]] = []
+_FAMILY_DIR = Path(__file__).resolve().parent
 
 
 def register(cls: type[Adapter]) -> type[Adapter]:
@@ -272,17 +192,18 @@ def register(cls: type[Adapter]) -> type[Adapter]:
     return cls
 
 
+def register_generic(cls: type[Adapter]) -> type[Adapter]:
+    """Class decorator: make an adapter the fallback for configs no family claims."""
+    _GENERIC[:] = [cls]
+    return cls
+
+
 def _load_families() -> None:
-    # Import every family module so that each registers itself.  Kept in one place so that
-    # a new family is one import line plus its module.
-    import importlib
-    import pkgutil
-
-    import vmemplan.models as pkg
-
-    for info in pkgutil.iter_modules(pkg.__path__):
+    # Import every family module (by file name, so this module imports none of them) so
+    # that each registers itself: a new family is one new module.
+    for info in pkgutil.iter_modules([str(_FAMILY_DIR)]):
         if info.name not in ("base", "__init__"):
-            importlib.import_module(f"vmemplan.models.{info.name}")
+            importlib.import_module(f"{__package__}.{info.name}")
 
 
 def supported_architectures() -> list[str]:
@@ -297,9 +218,7 @@ def adapter_for(config: ModelConfig, *, allow_generic: bool = True) -> Adapter:
         if arch in ADAPTERS:
             return ADAPTERS[arch](config)
     if allow_generic and _looks_like_plain_decoder(config.text):
-        from vmemplan.models.dense import GenericDecoder
-
-        return GenericDecoder(config)
+        return _GENERIC[0](config)
     name = config.architecture or config.model_type or "(no architectures key)"
     raise UnsupportedArchitecture(
         f"unsupported architecture {name}",

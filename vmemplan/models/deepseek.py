@@ -18,8 +18,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from vmemplan.errors import UsageError
-from vmemplan.models.base import Adapter, GraphContext, WeightTensor, register
+from vmemplan.core.errors import UsageError
+from vmemplan.core.graph import GraphContext, WeightTensor
+from vmemplan.core.kv_specs import MLAAttentionSpec, kv_dtype_bytes, mla_record_bytes
+from vmemplan.core.units import dtype_bytes
+from vmemplan.laws.moe import moe_shard
+from vmemplan.models.base import Adapter, register
 from vmemplan.models.dense import pad_vocab, pp_layer_range
 
 __all__ = [
@@ -198,8 +202,6 @@ def experts_per_rank(num_experts: int, ctx: GraphContext) -> int:
     """Routed experts the fullest rank holds (vmemplan.laws.moe.moe_shard: without expert
     parallelism every expert, a slice of each; with it whole experts over tp × dp ranks, the
     fuller rank holding one more where they do not divide)."""
-    from vmemplan.laws.moe import moe_shard
-
     return moe_shard(ctx, num_experts)[0]
 
 
@@ -232,8 +234,6 @@ def moe_expert_tensors(
     layers on one rank.  Without EP each rank holds ``inter / tp`` of every expert; with EP
     whole experts (``inter`` unsplit).  Mirrors FusedMoE.__init__ /
     UnquantizedFusedMoEMethod.create_weights (0.33.0)."""
-    from vmemplan.laws.moe import moe_shard
-
     local, ways = moe_shard(ctx, num_experts)
     inter_local = inter // ways
     return [
@@ -475,8 +475,6 @@ class DeepseekMLA(Adapter):
         return range(start, end)
 
     def _mla_spec(self, ctx: GraphContext, cache_dtype: str, alignment: int | None = None):
-        from vmemplan.laws.kv_specs import MLAAttentionSpec, kv_dtype_bytes
-        from vmemplan.model_config import dtype_bytes
 
         nbytes = kv_dtype_bytes(cache_dtype, dtype_bytes(ctx.model_dtype))
         return MLAAttentionSpec(
@@ -584,10 +582,6 @@ class DeepseekV32(DeepseekMLA):
         Mirrors MLAAttention.get_kv_cache_spec plus the backend's customize_spec, and
         DeepseekV32IndexerCache.get_kv_cache_spec (0.33.0).  ``ctx.cache_dtype`` must be
         the resolved one (see :meth:`resolve_cache_dtype`)."""
-        from vmemplan.laws.kv_specs import MLAAttentionSpec
-
-        from vmemplan.laws.kv_specs import kv_dtype_bytes, mla_record_bytes
-        from vmemplan.model_config import dtype_bytes
 
         choice = self.backend(ctx)  # block validity is resolve_block_size's job
         width = kv_dtype_bytes(choice.cache_dtype, dtype_bytes(ctx.model_dtype))

@@ -26,8 +26,12 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from vmemplan.errors import UsageError
-from vmemplan.models.base import Adapter, GraphContext, WeightTensor, register
+from vmemplan.core.errors import UsageError
+from vmemplan.core.graph import GraphContext, WeightTensor
+from vmemplan.core.kv_specs import CircularBufferSpec, MLAAttentionSpec, SlidingWindowMLASpec
+from vmemplan.core.units import dtype_bytes
+from vmemplan.laws.kv_specs import compressor_state_block_size, deepseek_v4_page_alignment, deepseek_v4_record_bytes
+from vmemplan.models.base import Adapter, register
 from vmemplan.models.deepseek import moe_expert_tensors, shared_expert_tensors
 from vmemplan.models.dense import pad_vocab, pp_layer_range
 
@@ -224,8 +228,6 @@ class DeepseekV4(Adapter):
         compressor ring (ratio 4), the 64-token window ring, the compressed cache and the
         compressor ring (ratio > 1).  Mirrors DeepseekV4Attention / DeepseekV4IndexerCache /
         CompressorStateCache.get_kv_cache_spec and DeepseekV4SWACache (0.33.0)."""
-        from vmemplan.laws.kv_specs import MLAAttentionSpec, SlidingWindowMLASpec
-
         dtype = self._resolved(ctx)
         block = ctx.block_size
         index_dim = int(self._t("index_head_dim", 128))
@@ -286,8 +288,6 @@ class DeepseekV4(Adapter):
         Mirrors DeepseekV4Model.__init__ (topk / candidate / _mtp_hidden_buffer),
         the FlashMLA dummy-run reservation and SparseAttnIndexer's profile branch (0.33.0).
         """
-        from vmemplan.model_config import dtype_bytes
-
         text = self.config.text
         L, T, W = ctx.max_model_len, max_num_batched_tokens, self.window
         topk = int(self._t("index_topk", 512))
@@ -461,14 +461,6 @@ class DeepseekV41(DeepseekV4):
         DeepseekV4IndexerCache.get_kv_cache_spec (vllm/models/deepseek_v41/attention.py),
         DeepseekV4SWACache.get_kv_cache_spec and CompressorStateCache.get_kv_cache_spec
         (vllm/models/deepseek_v41/compressor.py) (0.33.0)."""
-        from vmemplan.laws.kv_specs import (
-            CircularBufferSpec,
-            MLAAttentionSpec,
-            SlidingWindowMLASpec,
-            compressor_state_block_size,
-            deepseek_v4_page_alignment,
-            deepseek_v4_record_bytes,
-        )
 
         dtype = self._resolved(ctx)
         sm100 = self.sm100(ctx)

@@ -13,13 +13,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from vmemplan.models.base import (
-    Adapter,
-    GraphContext,
-    WeightTensor,
-    register,
-    rope_cache_positions,
-)
+from vmemplan.core.graph import GraphContext, WeightTensor
+from vmemplan.core.kv_specs import FullAttentionSpec, SlidingWindowSpec, kv_dtype_bytes
+from vmemplan.core.units import dtype_bytes
+from vmemplan.models.base import Adapter, register, register_generic, rope_cache_positions
 
 __all__ = ["LlamaLike", "Qwen2", "Qwen3", "GenericDecoder", "pad_vocab", "pp_layer_range"]
 
@@ -151,8 +148,6 @@ class LlamaLike(Adapter):
         (0.33.0): ``FullAttentionSpec`` with the per-rank KV heads and head size, or
         ``SlidingWindowSpec`` when the layer has a window.
         """
-        from vmemplan.laws.kv_specs import FullAttentionSpec, SlidingWindowSpec, kv_dtype_bytes
-        from vmemplan.model_config import dtype_bytes
 
         cfg = self.config
         heads = self.kv_heads_per_rank(ctx.tensor_parallel_size)
@@ -213,6 +208,7 @@ class Qwen3(LlamaLike):
         return False
 
 
+@register_generic
 class GenericDecoder(LlamaLike):
     """The fallback for an unknown decoder-only architecture with none of the markers of a
     family vmemplan would get wrong.  Flagged in warnings and provenance."""

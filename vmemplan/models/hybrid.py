@@ -23,8 +23,13 @@ import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from vmemplan.errors import UsageError
-from vmemplan.models.base import Adapter, GraphContext, WeightTensor
+from vmemplan.core.errors import UsageError
+from vmemplan.core.graph import GraphContext, WeightTensor
+from vmemplan.core.kv_specs import FullAttentionSpec, MambaSpec, MLAAttentionSpec, kv_dtype_bytes
+from vmemplan.core.units import dtype_bytes
+from vmemplan.laws.moe import moe_shard
+from vmemplan.models.base import Adapter
+from vmemplan.models.dense import pp_layer_range
 
 __all__ = [
     "StateTensor",
@@ -363,8 +368,6 @@ class HybridAdapter(Adapter):
 
     # -- derived facts ------------------------------------------------------------------
     def layer_range(self, ctx: GraphContext) -> tuple[int, int]:
-        from vmemplan.models.dense import pp_layer_range
-
         return pp_layer_range(len(self.layer_kinds()), ctx.pipeline_parallel_size, ctx.pipeline_rank)
 
     def mamba_cache_mode(self, ctx: GraphContext) -> str:
@@ -378,16 +381,12 @@ class HybridAdapter(Adapter):
         return sum(1 for k in self.layer_kinds() if k in ("attention", "mla", "attention+mamba"))
 
     def _cache_dtype(self, ctx: GraphContext) -> tuple[str, int]:
-        from vmemplan.laws.kv_specs import kv_dtype_bytes
-        from vmemplan.model_config import dtype_bytes
 
         nbytes = kv_dtype_bytes(ctx.cache_dtype, dtype_bytes(ctx.model_dtype))
         name = ctx.model_dtype if ctx.cache_dtype == "auto" else ctx.cache_dtype
         return name, nbytes
 
     def _attention_spec(self, ctx: GraphContext, block_size: int):
-        from vmemplan.laws.kv_specs import FullAttentionSpec, MLAAttentionSpec
-
         name, nbytes = self._cache_dtype(ctx)
         if self.uses_mla:
             return MLAAttentionSpec(block_size=block_size, head_size=self.mla_head_size,
@@ -486,8 +485,6 @@ class HybridAdapter(Adapter):
         and vllm/model_executor/layers/attention/attention.py::Attention.get_kv_cache_spec
         (0.33.0).
         """
-        from vmemplan.laws.kv_specs import MambaSpec
-
         kinds = self.layer_kinds()
         start, end = self.layer_range(ctx)
         mamba_spec = None
@@ -532,6 +529,4 @@ def experts_per_rank(num_experts: int, ctx: GraphContext) -> tuple[int, int]:
     vllm/model_executor/layers/fused_moe/layer.py::FusedMoE.__init__ and determine_expert_map
     (0.33.0).  Reports the first (fullest) rank.
     """
-    from vmemplan.laws.moe import moe_shard
-
     return moe_shard(ctx, num_experts)

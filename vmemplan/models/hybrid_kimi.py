@@ -10,8 +10,9 @@ vllm/models/kimi_k3/nvidia/mla.py (the q_lora_rank = None branch), 0.33.0.
 
 from __future__ import annotations
 
-from vmemplan.errors import ModelConfigError
-from vmemplan.models.base import GraphContext, WeightTensor, register
+from vmemplan.core.errors import ModelConfigError, UsageError
+from vmemplan.core.graph import GraphContext, WeightTensor
+from vmemplan.models.base import register
 from vmemplan.models.dense import pad_vocab
 from vmemplan.models.hybrid import (
     HybridAdapter,
@@ -72,8 +73,6 @@ class KimiLinear(HybridAdapter):
         tp = ctx.tensor_parallel_size
         heads = self.config.num_attention_heads
         if heads % tp:
-            from vmemplan.errors import UsageError
-
             raise UsageError(f"--tensor-parallel-size {tp} does not divide the {heads} attention heads")
         self.mamba_state(ctx)
 

@@ -8,8 +8,9 @@ vllm/model_executor/layers/mamba/mamba_mixer2.py (MambaMixer2), 0.33.0.
 
 from __future__ import annotations
 
-from vmemplan.errors import ModelConfigError, UsageError
-from vmemplan.models.base import GraphContext, WeightTensor, register
+from vmemplan.core.errors import ModelConfigError, UsageError
+from vmemplan.core.graph import GraphContext, WeightTensor
+from vmemplan.models.base import register
 from vmemplan.models.dense import pad_vocab
 from vmemplan.models.hybrid import (
     HybridAdapter,

@@ -13,8 +13,9 @@ or "full_attention"; when absent, transformers' Qwen3NextConfig makes every
 
 from __future__ import annotations
 
-from vmemplan.errors import UsageError
-from vmemplan.models.base import GraphContext, WeightTensor, register
+from vmemplan.core.errors import ModelConfigError, UsageError
+from vmemplan.core.graph import GraphContext, WeightTensor
+from vmemplan.models.base import register
 from vmemplan.models.dense import pad_vocab
 from vmemplan.models.hybrid import (
     HybridAdapter,
@@ -58,8 +59,6 @@ class _GatedDeltaHybrid(HybridAdapter):
     def _need(self, key: str) -> int:
         value = self.config.text.get(key)
         if not isinstance(value, int) or value <= 0:
-            from vmemplan.errors import ModelConfigError
-
             raise ModelConfigError(f"config.json lacks {key!r} (needed for the gated-delta layers)")
         return value
 

@@ -23,9 +23,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from vmemplan.core.graph import GraphContext, WeightTensor
+from vmemplan.core.units import dtype_bytes
 from vmemplan.laws.moe import ExpertPlacement, eplb_state_bytes, expert_placement
-from vmemplan.models.base import GraphContext, WeightTensor, register
-from vmemplan.models.dense import LlamaLike
+from vmemplan.models.base import register
+from vmemplan.models.dense import LlamaLike, pad_vocab
 
 __all__ = ["MoEDecoder", "Mixtral", "Qwen2Moe", "Qwen3Moe", "PhiMoE", "Glm4Moe", "MiniMaxM2"]
 
@@ -175,8 +177,6 @@ class MoEDecoder(LlamaLike):
     def eplb_bytes(self, ctx: GraphContext) -> int:
         """Redundant experts at the model dtype (the planner prices ``eplb_tensors`` with the
         checkpoint's scheme instead when one applies)."""
-        from vmemplan.model_config import dtype_bytes
-
         width = dtype_bytes(ctx.model_dtype)
         return sum(t.elements * width for t in self.eplb_tensors(ctx))
 
@@ -249,7 +249,6 @@ class PhiMoE(MoEDecoder):
     def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
         out = super().weight_tensors(ctx)
         extra: list[WeightTensor] = []
-        from vmemplan.models.dense import pad_vocab
 
         for t in out:
             if t.kind == "norm":  # nn.LayerNorm: a bias beside every weight

@@ -24,9 +24,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from vmemplan.errors import ModelConfigError, UsageError
+from vmemplan.core.errors import ModelConfigError, UsageError
+from vmemplan.core.graph import GraphContext, WeightTensor
+from vmemplan.core.kv_specs import CrossAttentionSpec, FullAttentionSpec, kv_dtype_bytes
+from vmemplan.core.units import dtype_bytes
 from vmemplan.laws import multimodal as mm_law
-from vmemplan.models.base import GraphContext, WeightTensor, register
+from vmemplan.models.base import register, rope_cache_positions
 from vmemplan.models.dense import LlamaLike, Qwen2, Qwen3, pad_vocab
 
 __all__ = [
@@ -360,8 +363,6 @@ class VisionEncoderMixin:
                    intermediate_buffers: float = 3.0) -> mm_law.MmProfile:
         """The encoder budget and the profile-time bytes for this deployment (see
         :func:`vmemplan.laws.multimodal.mm_profile`)."""
-        from vmemplan.model_config import dtype_bytes
-
         hidden, inter = self.encoder_dims(config)
         tokens = self.max_tokens_per_item(config, ctx) if self.tower_built(ctx) else {}
         return mm_law.mm_profile(
@@ -635,8 +636,6 @@ class Mllama(VisionEncoderMixin, LlamaLike):
     def kv_cache_specs(self, ctx: GraphContext) -> dict[str, Any]:
         """Self-attention layers: FullAttentionSpec; cross-attention layers: CrossAttentionSpec
         (cached encoder tokens, ``cdiv(max_num_encoder_input_tokens, block)`` pages)."""
-        from vmemplan.laws.kv_specs import CrossAttentionSpec, FullAttentionSpec, kv_dtype_bytes
-        from vmemplan.model_config import dtype_bytes
 
         cfg = self.config
         heads = self.kv_heads_per_rank(ctx.tensor_parallel_size)
@@ -664,8 +663,6 @@ class Mllama(VisionEncoderMixin, LlamaLike):
 
 
 def _rope(cfg: Any) -> tuple[int, int]:
-    from vmemplan.models.base import rope_cache_positions
-
     return rope_cache_positions(cfg)
 
 

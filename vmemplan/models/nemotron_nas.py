@@ -20,8 +20,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from vmemplan.errors import UnsupportedArchitecture, UsageError
-from vmemplan.models.base import GraphContext, WeightTensor, register
+from vmemplan.core.errors import UnsupportedArchitecture, UsageError
+from vmemplan.core.graph import GraphContext, WeightTensor
+from vmemplan.core.kv_specs import FullAttentionSpec, kv_dtype_bytes
+from vmemplan.core.units import dtype_bytes
+from vmemplan.models.base import register, rope_cache_positions
 from vmemplan.models.dense import LlamaLike, pad_vocab
 
 __all__ = ["DeciLM", "ffn_mult_to_intermediate_size", "BlockShape"]
@@ -171,8 +174,6 @@ class DeciLM(LlamaLike):
             if not cfg.tie_word_embeddings:
                 out.append(WeightTensor("lm_head", "lm_head", vocab_rows, h))
         if attn_count:
-            from vmemplan.models.base import rope_cache_positions
-
             positions, rotary_dim = rope_cache_positions(cfg)
             out.append(WeightTensor("rotary_emb.cos_sin_cache", "buffer", positions, rotary_dim))
         return out
@@ -182,8 +183,6 @@ class DeciLM(LlamaLike):
         per-rank KV heads ``max(1, kv // tp)``; no-op layers own none.  Different head
         counts give different pages, so vLLM bundles them in one
         ``UniformTypeKVCacheSpecs`` group (page = sum)."""
-        from vmemplan.laws.kv_specs import FullAttentionSpec, kv_dtype_bytes
-        from vmemplan.model_config import dtype_bytes
 
         cfg = self.config
         tp = ctx.tensor_parallel_size

@@ -7,9 +7,10 @@ this module only formats it.  No arithmetic beyond unit conversion.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
-from vmemplan.units import GIB
+from vmemplan.core.units import GIB
 
 if TYPE_CHECKING:
     from vmemplan.explain.explain import Report

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from vmemplan.units import GIB
+from vmemplan.core.units import GIB
 
 if TYPE_CHECKING:
     from rich.console import RenderableType

@@ -7,7 +7,7 @@ import io
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from vmemplan.units import GIB
+from vmemplan.core.units import GIB
 
 if TYPE_CHECKING:
     from rich.console import RenderableType

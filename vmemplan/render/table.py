@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from vmemplan.core.units import GIB
 from vmemplan.render.vllm_log import log_lines
-from vmemplan.units import GIB
 
 if TYPE_CHECKING:
     from rich.console import RenderableType

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from vmemplan.units import GIB, format_gib
+from vmemplan.core.units import GIB, format_gib
 
 if TYPE_CHECKING:
     from vmemplan.result import MemoryPlan

@@ -51,10 +51,11 @@ twice, the count view equals the id view, the pool is never exceeded, tokens are
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence, Union
+from typing import Union
 
-from vmemplan.errors import UsageError
+from vmemplan.core.errors import UsageError
 from vmemplan.sim.traffic import RequestSpec, Traffic
 
 __all__ = [
@@ -580,7 +581,7 @@ def simulate(config: SimConfig, traffic: RequestsIn, *, check: bool = False) -> 
     :class:`~vmemplan.sim.traffic.RequestSpec`.  ``check=True`` tracks real block ids and asserts
     the invariants every step (slower; for tests).
 
-    Raises :class:`~vmemplan.errors.UsageError` when a request could never run: its largest
+    Raises :class:`~vmemplan.core.errors.UsageError` when a request could never run: its largest
     footprint, ``ceil((prompt + output - 1) / block_size) + fixed`` blocks (the last sampled token
     never needs a slot), exceeds the usable pool -- vLLM refuses to start in that case.
     """

@@ -31,19 +31,18 @@ through :func:`parse_speed_constants`.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, Mapping, Sequence
+from typing import TYPE_CHECKING, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
-
-from vmemplan.errors import RegistryInvalid, UsageError
+from vmemplan.core.errors import UsageError
+from vmemplan.sim.scheduler import weighted_percentiles
 
 if TYPE_CHECKING:
+    from vmemplan.registry_schema import SpeedConstants
     from vmemplan.sim.scheduler import Percentiles, SimResult
 
 __all__ = [
-    "SpeedConstants",
-    "parse_speed_constants",
     "GpuSpeed",
     "SpeedModelInputs",
     "compute_time_s",
@@ -57,76 +56,6 @@ __all__ = [
     "TimedResult",
     "attach_timing",
 ]
-
-_CONSTANT_NAMES = (
-    "efficiency_compute",
-    "efficiency_bandwidth",
-    "efficiency_interconnect",
-    "allreduce_latency_s",
-    "default_interconnect_bytes_per_s",
-    "allreduce_bytes_per_element",
-)
-
-
-class SpeedConstants(BaseModel):
-    """The tunable constants of the speed model, each with the text saying where it came from."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    efficiency_compute: float = Field(gt=0, le=1)
-    efficiency_bandwidth: float = Field(gt=0, le=1)
-    efficiency_interconnect: float = Field(gt=0, le=1)
-    allreduce_latency_s: float = Field(ge=0, lt=1)
-    default_interconnect_bytes_per_s: float = Field(gt=0)
-    allreduce_bytes_per_element: int = Field(ge=1, le=8)
-    sources: dict[str, str]
-
-    @model_validator(mode="after")
-    def _every_constant_has_a_source(self) -> "SpeedConstants":
-        missing = [n for n in _CONSTANT_NAMES if not str(self.sources.get(n, "")).strip()]
-        if missing:
-            raise ValueError(f"no source text for: {', '.join(missing)}")
-        extra = sorted(set(self.sources) - set(_CONSTANT_NAMES))
-        if extra:
-            raise ValueError(f"sources given for unknown constants: {', '.join(extra)}")
-        return self
-
-
-def parse_speed_constants(mapping: Mapping[str, Any]) -> SpeedConstants:
-    """Build :class:`SpeedConstants` from the parsed content of ``registry/speed.yaml``.
-
-    Expected shape: ``{"schema_version": 1, "constants": {NAME: {"value": V, "source": TEXT}}}``.
-    Pure (no file access).  Raises :class:`~vmemplan.errors.RegistryInvalid` on anything else.
-    """
-    hint = "see registry/speed.yaml: constants: NAME: {value: ..., source: ...}"
-    if not isinstance(mapping, Mapping):
-        raise RegistryInvalid("speed registry: top level is not a mapping", hint=hint)
-    unknown_top = sorted(set(mapping) - {"schema_version", "constants"})
-    if unknown_top:
-        raise RegistryInvalid(f"speed registry: unknown keys {unknown_top}", hint=hint)
-    if mapping.get("schema_version") != 1:
-        raise RegistryInvalid(
-            f"speed registry: schema_version {mapping.get('schema_version')!r} is not supported (expected 1)", hint=hint
-        )
-    constants = mapping.get("constants")
-    if not isinstance(constants, Mapping):
-        raise RegistryInvalid("speed registry: 'constants' is missing or not a mapping", hint=hint)
-    values: dict[str, Any] = {}
-    sources: dict[str, str] = {}
-    for name, entry in constants.items():
-        if not isinstance(entry, Mapping) or set(entry) != {"value", "source"}:
-            raise RegistryInvalid(f"speed registry: {name!r} must have exactly 'value' and 'source'", hint=hint)
-        values[str(name)] = entry["value"]
-        sources[str(name)] = entry["source"] if isinstance(entry["source"], str) else ""
-    try:
-        return SpeedConstants(**values, sources=sources)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first.get("loc", ())) or "constants"
-        raise RegistryInvalid(f"speed registry: {where}: {first.get('msg')}", hint=hint) from None
-    except TypeError as exc:  # pragma: no cover - defensive
-        raise RegistryInvalid(f"speed registry: {exc}", hint=hint) from None
-
 
 @dataclass(frozen=True)
 class GpuSpeed:
@@ -158,7 +87,7 @@ class GpuSpeed:
         bf16_tflops: float,
         fp8_tflops: float | None = None,
         interconnect_gbps_bidirectional: float | None = None,
-    ) -> "GpuSpeed":
+    ) -> GpuSpeed:
         """From registry/gpus.yaml units: TB/s (1e12 B/s), TFLOP/s, bidirectional GB/s (halved here)."""
         return cls(
             bandwidth_bytes_per_s=memory_bandwidth_tbps * 1e12,
@@ -331,22 +260,20 @@ class TimedResult:
 
     step_times_s: tuple[float, ...]
     total_time_s: float
-    ttft_ms: "Percentiles"
-    itl_ms: "Percentiles"
-    e2e_ms: "Percentiles"
+    ttft_ms: Percentiles
+    itl_ms: Percentiles
+    e2e_ms: Percentiles
     output_tokens_per_s: float
     request_ttft_ms: tuple[float | None, ...]
 
 
 def attach_timing(
-    result: "SimResult",
+    result: SimResult,
     model: SpeedModelInputs,
     gpu: GpuSpeed,
     constants: SpeedConstants,
 ) -> TimedResult:
     """Time every simulated step with :func:`step_time_s` and derive TTFT / ITL / end-to-end in ms."""
-    from vmemplan.sim.scheduler import weighted_percentiles
-
     s = result.series
     times = tuple(
         step_time_s(p, d, kv, model, gpu, constants) for p, d, kv in zip(s.prefill_tokens, s.decode_requests, s.kv_tokens_read)

@@ -34,7 +34,7 @@ import random
 from dataclasses import dataclass
 from typing import Literal, Union
 
-from vmemplan.errors import UsageError
+from vmemplan.core.errors import UsageError
 
 __all__ = [
     "Constant",
@@ -190,7 +190,7 @@ def _num(text: str, what: str, whole: str, *, integer: bool = False) -> float:
 def parse_dist(text: str) -> Dist:
     """Parse a token-count distribution from its text form (see the module docstring).
 
-    Raises :class:`~vmemplan.errors.UsageError` with a hint on anything it cannot read.
+    Raises :class:`~vmemplan.core.errors.UsageError` with a hint on anything it cannot read.
     """
     whole = str(text)
     s = whole.strip().lower()

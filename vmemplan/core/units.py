@@ -9,7 +9,9 @@ from __future__ import annotations
 import math
 import re
 
-__all__ = ["GIB", "MIB", "KIB", "GB", "gib", "format_gib", "parse_bytes", "cdiv"]
+from vmemplan.core.errors import ModelConfigError
+
+__all__ = ["GIB", "MIB", "KIB", "GB", "gib", "format_gib", "parse_bytes", "cdiv", "round_up", "DTYPE_BYTES", "dtype_bytes"]
 
 KIB = 1 << 10
 MIB = 1 << 20
@@ -20,6 +22,11 @@ GB = 10**9
 def cdiv(a: int, b: int) -> int:
     """Ceiling division of integers, as vLLM's ``cdiv``."""
     return -(-a // b)
+
+
+def round_up(x: int, multiple: int) -> int:
+    """Smallest multiple of ``multiple`` that is >= ``x`` (``vllm/utils/math_utils.py::round_up``)."""
+    return cdiv(x, multiple) * multiple
 
 
 def gib(n_bytes: int | float) -> float:
@@ -66,3 +73,19 @@ def parse_bytes(text: str) -> int:
     if not math.isfinite(value) or value < 0:
         raise ValueError(f"not a byte count: {text!r}")
     return int(round(value))
+
+
+DTYPE_BYTES: dict[str, int] = {
+    "float32": 4, "float": 4, "fp32": 4,
+    "bfloat16": 2, "bf16": 2, "float16": 2, "half": 2, "fp16": 2,
+    "float8_e4m3fn": 1, "float8_e5m2": 1, "fp8": 1, "int8": 1, "uint8": 1,
+    "int32": 4, "int64": 8, "int16": 2,
+}
+
+
+def dtype_bytes(name: str) -> int:
+    """Bytes per element of a dtype name as configs and vLLM spell it (``torch.`` prefix allowed)."""
+    key = name.lower().removeprefix("torch.")
+    if key not in DTYPE_BYTES:
+        raise ModelConfigError(f"unknown dtype {name!r}", hint="use bfloat16, float16 or float32")
+    return DTYPE_BYTES[key]

@@ -1,0 +1,160 @@
+#!/usr/bin/env python
+"""Run vLLM 0.33.0's own planning code (the vllm-oracle) per case and write test fixtures.
+
+One oracle process per case (vLLM keeps global state), at most ``--jobs`` at a time.  Each
+case becomes ``tests/fixtures/oracle/<id>.json``: a compact record of what vLLM would plan
+for one rank (KV specs, groups, blocks, tokens, concurrency, the bytes of parameters and
+buffers) plus the exact command, the vLLM version and the config's provenance, so that
+anyone can regenerate it.
+
+    /work/vllm/oracle-venv/bin/python bench/oracle/make_fixtures.py \\
+        --oracle ../shared/tools/vllm-oracle/oracle.py [--only ID ...] [--jobs 2]
+
+``bench/oracle/cases.json`` lists the cases.  The interpreter running this script must
+be the oracle's venv (see ../shared/tools/vllm-oracle/README.md), or pass ``--python``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+FIXTURES = ROOT / "tests" / "fixtures" / "oracle"
+
+# kept from the oracle's JSON, in this order
+KEEP = (
+    "vllm_version", "route", "architecture", "tp", "dtype", "max_model_len",
+    "max_model_len_changed_by_autofit", "max_num_seqs", "max_num_batched_tokens",
+    "model_runner", "attention_backends", "cache_config_block_size", "mamba_block_size",
+    "mamba_page_size_padded", "mamba_cache_mode", "kv_cache_layout", "kv_cache_dtype",
+    "available_bytes", "num_layers_with_kv_spec", "layer_specs", "groups", "num_blocks",
+    "kv_cache_size_tokens", "max_concurrency", "log_line",
+)
+WEIGHT_KEYS = ("parameters_bytes", "buffers_bytes", "total_bytes", "by_dtype",
+               "parameters_by_dtype", "buffers_by_dtype", "host_tensors_bytes", "num_tensors",
+               "stage", "largest")
+
+
+def oracle_flags(case: dict, defaults: dict) -> list[str]:
+    flags = ["--available-bytes", str(case.get("available_bytes", defaults["available_bytes"]))]
+    max_len = case.get("max_model_len", defaults.get("max_model_len"))
+    if max_len is not None:
+        flags += ["--max-model-len", str(max_len)]
+    flags += ["--tp", str(case["tp"])]
+    for key in ("kv_cache_dtype", "dtype", "block_size", "max_num_seqs", "max_num_batched_tokens"):
+        if key in case:
+            flags += ["--" + key.replace("_", "-"), str(case[key])]
+    flags += ["--usage-context", case.get("usage_context", defaults.get("usage_context", "serve"))]
+    return flags
+
+
+def compact(raw: dict) -> dict:
+    out = {k: raw[k] for k in KEEP if k in raw}
+    w = raw.get("weights") or {}
+    weights = {k: w[k] for k in WEIGHT_KEYS if k in w}
+    other = w.get("other_device_tensors") or {}
+    weights["other_device_tensors_bytes"] = other.get("bytes", 0)
+    if other.get("by_dtype"):
+        weights["other_device_tensors_by_dtype"] = other["by_dtype"]
+    pwal = w.get("process_weights_after_loading") or {}
+    if pwal.get("cuda_ops_called_as_noops"):
+        weights["cuda_ops_called_as_noops"] = pwal["cuda_ops_called_as_noops"]
+    if pwal.get("error"):
+        weights["process_weights_after_loading_error"] = str(pwal["error"])[:500]
+    if w.get("construction"):
+        weights["construction"] = w["construction"]
+    out["weights"] = weights
+    tensors = raw.get("kv_cache_tensors") or []
+    backing = sum(int(t.get("backing_size_bytes", 0)) for t in tensors)
+    out["kv_cache_tensors_count"] = len(tensors)
+    out["kv_cache_tensors_bytes"] = backing
+    # bytes of one pool block across every tensor (= every layer) of the rank
+    nb = raw.get("num_blocks") or 0
+    out["pool_block_bytes"] = backing // nb if nb and backing % nb == 0 else (backing / nb if nb else None)
+    out["assumptions"] = raw.get("assumptions", [])
+    out["caveats"] = [a for a in out["assumptions"] if "CAVEAT" in a]
+    return out
+
+
+def run_case(case: dict, defaults: dict, python: str, oracle: Path, timeout: int,
+             raw_dir: Path | None = None) -> dict:
+    cfg = ROOT / case["config"]
+    flags = oracle_flags(case, defaults)
+    cmd = [python, str(oracle), str(cfg)] + flags
+    shown = "python <vllm-oracle>/oracle.py " + " ".join(shlex.quote(x) for x in [case["config"]] + flags)
+    env = dict(os.environ, HF_HUB_OFFLINE="1")
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+        try:
+            raw = json.loads(p.stdout)
+        except json.JSONDecodeError:
+            raw = {"error": "no JSON output", "traceback_tail": p.stderr[-3000:]}
+    except subprocess.TimeoutExpired:
+        raw = {"error": f"timeout after {timeout}s"}
+    record = {
+        "id": case["id"],
+        "source": "vllm-oracle (shared/tools/vllm-oracle/oracle.py), vLLM 0.33.0 on the meta device",
+        "command": shown,
+        "regenerate": "python bench/oracle/make_fixtures.py --only " + case["id"],
+        "config": case["config"],
+        "config_provenance": case.get("provenance", ""),
+        "architecture_expected": case.get("architecture"),
+        "case_note": case.get("note", ""),
+    }
+    if raw_dir is not None:
+        (raw_dir / f"{case['id']}.json").write_text(json.dumps(raw, indent=1) + "\n")
+    if "error" in raw:
+        record["error"] = str(raw["error"])[:2000]
+        record["traceback_tail"] = str(raw.get("traceback_tail", ""))[-3000:]
+        record["assumptions"] = raw.get("assumptions", [])
+    else:
+        record["oracle"] = compact(raw)
+    return record
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--cases", default=str(HERE / "cases.json"))
+    ap.add_argument("--oracle", default=os.environ.get("VLLM_ORACLE", str(ROOT.parent / "shared/tools/vllm-oracle/oracle.py")))
+    ap.add_argument("--python", default=sys.executable)
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--timeout", type=int, default=900)
+    ap.add_argument("--only", nargs="*", default=None)
+    ap.add_argument("--raw-dir", default=None, help="also keep the oracle's whole JSON here (not committed)")
+    ap.add_argument("--missing", action="store_true", help="only cases without a fixture yet")
+    a = ap.parse_args(argv)
+    spec = json.loads(Path(a.cases).read_text())
+    cases = [c for c in spec["cases"] if not a.only or c["id"] in a.only]
+    if a.missing:
+        cases = [c for c in cases if not (FIXTURES / f"{c['id']}.json").exists()]
+    FIXTURES.mkdir(parents=True, exist_ok=True)
+    oracle = Path(a.oracle).resolve()
+    raw_dir = Path(a.raw_dir) if a.raw_dir else None
+    if raw_dir is not None:
+        raw_dir.mkdir(parents=True, exist_ok=True)
+
+    def one(case: dict) -> str:
+        rec = run_case(case, spec, a.python, oracle, a.timeout, raw_dir)
+        (FIXTURES / f"{case['id']}.json").write_text(json.dumps(rec, indent=1) + "\n")
+        if "error" in rec:
+            return f"{case['id']:40s} ERROR {rec['error'][:150]}"
+        o = rec["oracle"]
+        return (f"{case['id']:40s} blocks={o['num_blocks']} tokens={o['kv_cache_size_tokens']} "
+                f"conc={o['max_concurrency']:.2f} weights={o['weights'].get('total_bytes')}")
+
+    with ThreadPoolExecutor(max(1, a.jobs)) as ex:
+        for line in ex.map(one, cases):
+            print(line, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,835 @@
+"""Per-layer KV cache specs, per rank, as vLLM 0.33.0 describes them (the vocabulary).
+
+Each class is a frozen dataclass holding integers only (no torch), mirroring one
+spec class of ``vllm/v1/kv_cache_interface.py`` (0.33.0), with the page and
+per-request arithmetic that class carries in vLLM.  The caller (a model adapter)
+has already divided heads by tensor parallelism and resolved the cache dtype.
+
+Page law (0.33.0, ``AttentionSpec.unpadded_page_size_bytes``)::
+
+    page = num_head_slots * num_states * state_content_bytes
+    num_states = block_size // tokens_per_state
+    state_content_bytes = (head_size + head_size_v) * dtype_bytes   # unless a backend packs it
+
+``page_size_padded`` (when set) replaces the page; the DeepSeek-V4 specs round
+the page up to ``alignment`` (``_apply_alignment_padding``).
+
+Per-request laws, with ``L`` = max_model_len and ``F`` = the tokens every step
+in flight may schedule (``VllmConfig.max_in_flight_tokens`` =
+max_concurrent_batches x max_num_batched_tokens):
+
+* full / MLA: ``cdiv(cdiv(L, dcp) if dcp_sharded, block_size)`` pages;
+* sliding window: ``cdiv(min(window - 1 + extra_retained + F, L), block_size) + 1``;
+* chunked local: ``cdiv(min(chunk + F, L), block_size)``;
+* Mamba: ``none`` 1 + spec, ``align`` 2 + spec + checkpoints, (pre-0.33 ``all``:
+  ``cdiv(L, block_size)`` + spec);
+* circular buffer (DeepSeek-V4.1 compressor state): 1 page;
+* cross attention: ``cdiv(max_num_encoder_input_tokens, block_size)``.
+
+The pool context a spec reads is any object with the attributes of
+:class:`PoolContextLike` (``vmemplan.laws.kv_pool.PoolContext`` in practice).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal, Protocol, Union
+
+from vmemplan.core.errors import UsageError
+from vmemplan.core.units import cdiv, round_up
+
+__all__ = [
+    "kv_dtype_bytes",
+    "attention_state_content_bytes",
+    "mla_record_bytes",
+    "PoolContextLike",
+    "FullAttentionSpec",
+    "SlidingWindowSpec",
+    "ChunkedLocalAttentionSpec",
+    "MLAAttentionSpec",
+    "SlidingWindowMLASpec",
+    "CircularBufferSpec",
+    "MambaSpec",
+    "CrossAttentionSpec",
+    "EncoderOnlyAttentionSpec",
+    "UniformTypeKVCacheSpecs",
+    "Spec",
+    "MambaCacheMode",
+]
+
+MambaCacheMode = Literal["none", "align", "all"]
+
+
+class PoolContextLike(Protocol):
+    """What a spec reads from the pool's context (``laws.kv_pool.PoolContext``)."""
+
+    @property
+    def max_model_len(self) -> int: ...
+    @property
+    def max_in_flight_tokens(self) -> int: ...
+    @property
+    def decode_context_parallel_size(self) -> int: ...
+    @property
+    def num_speculative_tokens(self) -> int: ...
+    @property
+    def encoder_input_tokens(self) -> int: ...
+
+
+# --------------------------------------------------------------------------------------
+# Dtype helpers
+# --------------------------------------------------------------------------------------
+
+# Element width of each --kv-cache-dtype string, from the STR_DTYPE_TO_TORCH_DTYPE
+# table of vllm/utils/torch_utils.py (0.33.0).  Every packed / quantized format is
+# stored in a 1-byte container; its real record size is stated separately.
+_CACHE_DTYPE_BYTES: dict[str, int] = {
+    "float32": 4,
+    "float": 4,
+    "half": 2,
+    "float16": 2,
+    "bfloat16": 2,
+    "fp8": 1,
+    "fp8_e4m3": 1,
+    "fp8_e5m2": 1,
+    "int8": 1,
+    "int4_per_token_head": 1,
+    "int8_per_token_head": 1,
+    "fp8_per_token_head": 1,
+    "fp8_inc": 1,
+    "fp8_ds_mla": 1,
+    "nvfp4_ds_mla": 1,
+    "turboquant_k8v4": 1,
+    "turboquant_4bit_nc": 1,
+    "turboquant_k3v4_nc": 1,
+    "turboquant_3bit_nc": 1,
+    "octave_k3v4": 1,
+    "octave_k3v3": 1,
+    "octave_k3v3_compact": 1,
+    "ultraquant_4bit": 1,
+    "nvfp4": 1,
+    "nvfp4_4over6": 1,
+    # raw containers some caches use directly (DeepSeek indexer, compressor state)
+    "uint8": 1,
+}
+
+
+def kv_dtype_bytes(cache_dtype: str, model_dtype_bytes: int) -> int:
+    """Bytes per stored element for a ``--kv-cache-dtype`` value.
+
+    ``"auto"`` takes the model's dtype width; every other name is looked up in the
+    table vLLM uses.  Mirrors vllm/utils/torch_utils.py::kv_cache_dtype_str_to_dtype
+    with STR_DTYPE_TO_TORCH_DTYPE (0.33.0) followed by get_dtype_size.
+
+    Raises :class:`UsageError` for a name vLLM would not accept.
+    """
+    if cache_dtype == "auto":
+        if model_dtype_bytes not in (1, 2, 4):
+            raise UsageError(f"model dtype width {model_dtype_bytes} bytes is not a torch float width")
+        return model_dtype_bytes
+    try:
+        return _CACHE_DTYPE_BYTES[cache_dtype]
+    except KeyError:
+        raise UsageError(
+            f"unknown --kv-cache-dtype {cache_dtype!r}",
+            hint="use auto, fp8, fp8_e4m3, fp8_e5m2, bfloat16, float16, nvfp4, ...",
+        ) from None
+
+
+def _is_per_token_head(cache_dtype: str) -> bool:
+    return cache_dtype in ("int4_per_token_head", "int8_per_token_head", "fp8_per_token_head")
+
+
+def _is_nvfp4(cache_dtype: str) -> bool:
+    return cache_dtype.startswith("nvfp4") and cache_dtype != "nvfp4_ds_mla"
+
+
+def _nvfp4_full_dim(head_size: int) -> int:
+    """Packed NVFP4 width: two e2m1 values a byte plus one fp8 scale per 16 values
+    (vllm/utils/torch_utils.py::nvfp4_kv_cache_full_dim)."""
+    return head_size // 2 + head_size // 16
+
+
+def attention_state_content_bytes(
+    cache_dtype: str, head_size: int, head_size_v: int, dtype_bytes: int
+) -> tuple[int, int]:
+    """``(head_slots_per_kv_head, bytes per slot per stored token)`` for ordinary attention.
+
+    * dense: one slot per KV head holding K and V, ``(h + h_v) * dtype_bytes``;
+    * nvfp4 (FlashInfer ``customize_spec``): K and V are separate slots of
+      ``h//2 + h//16`` bytes each;
+    * per-token-head int8/fp8/int4 (Triton ``customize_spec``): K and V data plus two
+      fp32 scales; int4 halves the data.
+    """
+    if _is_nvfp4(cache_dtype):
+        return 2, _nvfp4_full_dim(head_size) * dtype_bytes
+    if _is_per_token_head(cache_dtype):
+        hk, hv = head_size, head_size_v
+        if cache_dtype == "int4_per_token_head":
+            hk, hv = hk // 2, hv // 2
+        return 1, (hk + hv) * dtype_bytes + 2 * 4
+    return 1, (head_size + head_size_v) * dtype_bytes
+
+
+def mla_record_bytes(cache_dtype: str, head_size: int, dtype_bytes: int) -> int:
+    """Bytes one latent-cache token takes for the DeepSeek-V2/V3/V3.2 MLA layer.
+
+    ``fp8_ds_mla`` packs 512 fp8 NoPE values, 4 fp32 scales and 64 bf16 RoPE values
+    into 656 bytes; ``nvfp4_ds_mla`` into 352.  Per-token-head modes add two fp32
+    scales.  Otherwise ``head_size * dtype_bytes`` (no factor two: one latent).
+    Mirrors MLAAttention.get_kv_cache_spec in
+    vllm/model_executor/layers/attention/mla_attention.py and
+    MLACommonBackend.customize_spec (0.33.0).
+    """
+    if cache_dtype == "fp8_ds_mla":
+        return 656
+    if cache_dtype == "nvfp4_ds_mla":
+        return 352
+    if _is_per_token_head(cache_dtype):
+        h = head_size // 2 if cache_dtype == "int4_per_token_head" else head_size
+        return h * dtype_bytes + 2 * 4
+    return head_size * dtype_bytes
+
+
+# --------------------------------------------------------------------------------------
+# Shared behaviour
+# --------------------------------------------------------------------------------------
+
+
+class _SpecBase:
+    """Behaviour common to every spec (no dataclass fields here)."""
+
+    block_size: int
+
+    # kind tag used in JSON summaries
+    kind: str = "unknown"
+    # whether the cache grows with the context (full-attention-like)
+    grows_with_context: bool = False
+
+    @property
+    def page_size_bytes(self) -> int:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    @property
+    def unpadded_page_size_bytes(self) -> int:
+        return self.page_size_bytes
+
+    @property
+    def stride_alignment_bytes(self) -> int:
+        """Byte alignment between physical blocks (``get_block_stride_alignment``);
+        1 when unset."""
+        return getattr(self, "block_stride_alignment", None) or 1
+
+    def max_memory_usage_bytes(self, ctx: PoolContextLike) -> int:  # pragma: no cover
+        raise NotImplementedError
+
+    def max_memory_usage_pages(self, ctx: PoolContextLike) -> int:
+        """``cdiv(max_memory_usage_bytes, page_size_bytes)``: pages one request at
+        max_model_len claims from this layer's group."""
+        return cdiv(self.max_memory_usage_bytes(ctx), self.page_size_bytes)
+
+    def with_block_size(self, block_size: int) -> Any:
+        """Copy with a new block size (``copy_with_new_block_size``)."""
+        return replace(self, block_size=block_size)  # type: ignore[type-var]
+
+    # steady-decode and growing figures, used by PoolPlan ---------------------------
+    def context_pages(self, tokens: int, ctx: PoolContextLike) -> int:
+        """Pages held for a context of ``tokens`` by a growing cache (0 otherwise)."""
+        return 0
+
+    def steady_pages(self, ctx: PoolContextLike) -> int:
+        """Pages held regardless of length in steady decode (0 for growing caches)."""
+        return 0
+
+    def admission_pages(self, ctx: PoolContextLike) -> int:
+        """Pages reserved at admission for bounded state (0 for growing caches)."""
+        return 0
+
+
+class _AttentionMixin(_SpecBase):
+    """Page arithmetic of ``AttentionSpec`` (0.33.0)."""
+
+    num_kv_heads: int
+    head_size: int
+    cache_dtype: str
+    dtype_bytes: int
+    page_size_padded: int | None
+    tokens_per_state: int
+    state_content_bytes: int | None
+    num_head_slots: int | None
+    dcp_sharded: bool
+
+    def _v_size(self) -> int:
+        hv = getattr(self, "head_size_v", None)
+        return self.head_size if hv is None else hv
+
+    def _slots_and_content(self) -> tuple[int, int]:
+        if self.state_content_bytes is not None:
+            slots = self.num_head_slots if self.num_head_slots is not None else self.num_kv_heads
+            return slots, self.state_content_bytes
+        per_head, content = attention_state_content_bytes(
+            self.cache_dtype, self.head_size, self._v_size(), self.dtype_bytes
+        )
+        slots = self.num_head_slots if self.num_head_slots is not None else per_head * self.num_kv_heads
+        return slots, content
+
+    @property
+    def num_states(self) -> int:
+        """Stored records per block: ``block_size // tokens_per_state``."""
+        if self.tokens_per_state > 0:
+            return self.block_size // self.tokens_per_state
+        return 1
+
+    @property
+    def unpadded_page_size_bytes(self) -> int:
+        slots, content = self._slots_and_content()
+        return slots * self.num_states * content
+
+    @property
+    def page_size_bytes(self) -> int:
+        if self.page_size_padded is not None:
+            if self.page_size_padded < self.unpadded_page_size_bytes:
+                raise UsageError(
+                    f"page_size_padded {self.page_size_padded} is below the real page "
+                    f"{self.unpadded_page_size_bytes}"
+                )
+            return self.page_size_padded
+        return self.unpadded_page_size_bytes
+
+    def _context_tokens(self, tokens: int, ctx: PoolContextLike) -> int:
+        dcp = ctx.decode_context_parallel_size
+        if self.dcp_sharded and dcp > 1:
+            return cdiv(tokens, dcp)
+        return tokens
+
+
+def _check_positive(name: str, value: int) -> None:
+    if value <= 0:
+        raise UsageError(f"{name} must be positive, got {value}")
+
+
+# --------------------------------------------------------------------------------------
+# Attention specs
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FullAttentionSpec(_AttentionMixin):
+    """Full attention: every token of the context is cached.
+
+    ``page = slots * (block_size / tokens_per_state) * content``; a request at
+    max_model_len holds ``cdiv(cdiv(L, dcp), block_size)`` pages (DCP shards tokens,
+    PCP does not).  ``sliding_window`` / ``attention_chunk_size`` are only recorded
+    (the hybrid manager is off, so those layers hold every token).
+    Mirrors FullAttentionSpec.max_memory_usage_bytes in
+    vllm/v1/kv_cache_interface.py (0.33.0).
+    """
+
+    block_size: int
+    num_kv_heads: int
+    head_size: int
+    cache_dtype: str
+    dtype_bytes: int
+    head_size_v: int | None = None
+    sliding_window: int | None = None
+    attention_chunk_size: int | None = None
+    page_size_padded: int | None = None
+    tokens_per_state: int = 1
+    state_content_bytes: int | None = None
+    num_head_slots: int | None = None
+    dcp_sharded: bool = True
+    block_stride_alignment: int | None = None
+
+    kind = "full_attention"
+    grows_with_context = True
+
+    def __post_init__(self) -> None:
+        _check_positive("block_size", self.block_size)
+
+    def max_memory_usage_bytes(self, ctx: PoolContextLike) -> int:
+        return cdiv(self._context_tokens(ctx.max_model_len, ctx), self.block_size) * self.page_size_bytes
+
+    def context_pages(self, tokens: int, ctx: PoolContextLike) -> int:
+        return cdiv(self._context_tokens(tokens, ctx), self.block_size)
+
+
+@dataclass(frozen=True)
+class SlidingWindowSpec(_AttentionMixin):
+    """Sliding-window attention: a ring bounded by the window.
+
+    Admission cap (``max_admission_blocks_per_request``)::
+
+        cdiv(min(window - 1 + extra_retained + in_flight, L), block_size) + 1
+
+    where ``in_flight`` is max_concurrent_batches x max_num_batched_tokens.  The
+    ``+ 1`` covers a window that starts mid-block.  Mirrors
+    SlidingWindowSpec.max_admission_blocks_per_request /
+    max_memory_usage_bytes in vllm/v1/kv_cache_interface.py (0.33.0).
+    """
+
+    block_size: int
+    num_kv_heads: int
+    head_size: int
+    cache_dtype: str
+    dtype_bytes: int
+    sliding_window: int
+    head_size_v: int | None = None
+    page_size_padded: int | None = None
+    extra_retained_tokens: int = 0
+    tokens_per_state: int = 1
+    state_content_bytes: int | None = None
+    num_head_slots: int | None = None
+    dcp_sharded: bool = True
+    block_stride_alignment: int | None = None
+
+    kind = "sliding_window"
+
+    def __post_init__(self) -> None:
+        _check_positive("block_size", self.block_size)
+        _check_positive("sliding_window", self.sliding_window)
+
+    def max_admission_blocks_per_request(self, max_in_flight_tokens: int, max_model_len: int) -> int:
+        tokens = min(self.sliding_window - 1 + self.extra_retained_tokens + max_in_flight_tokens, max_model_len)
+        return cdiv(tokens, self.block_size) + 1
+
+    def max_memory_usage_bytes(self, ctx: PoolContextLike) -> int:
+        if self.dcp_sharded and ctx.decode_context_parallel_size > 1:
+            raise UsageError("vLLM does not support decode context parallelism with sliding-window layers")
+        return self.max_admission_blocks_per_request(ctx.max_in_flight_tokens, ctx.max_model_len) * self.page_size_bytes
+
+    def steady_pages(self, ctx: PoolContextLike) -> int:
+        """Window ring in steady decode: ``window - 1 + extra_retained`` tokens plus the
+        tokens one decode step writes (1 + speculative), rounded up, plus one page."""
+        tokens = self.sliding_window - 1 + self.extra_retained_tokens + 1 + ctx.num_speculative_tokens
+        return cdiv(min(tokens, ctx.max_model_len), self.block_size) + 1
+
+    def admission_pages(self, ctx: PoolContextLike) -> int:
+        return self.max_admission_blocks_per_request(ctx.max_in_flight_tokens, ctx.max_model_len)
+
+
+@dataclass(frozen=True)
+class ChunkedLocalAttentionSpec(_AttentionMixin):
+    """Chunked local attention (Llama-4 local layers).
+
+    Admission cap: ``cdiv(min(chunk + in_flight, L), block_size)`` (no ``+ 1``).
+    Mirrors ChunkedLocalAttentionSpec.max_admission_blocks_per_request in
+    vllm/v1/kv_cache_interface.py (0.33.0).
+    """
+
+    block_size: int
+    num_kv_heads: int
+    head_size: int
+    cache_dtype: str
+    dtype_bytes: int
+    attention_chunk_size: int
+    head_size_v: int | None = None
+    page_size_padded: int | None = None
+    tokens_per_state: int = 1
+    state_content_bytes: int | None = None
+    num_head_slots: int | None = None
+    dcp_sharded: bool = True
+    block_stride_alignment: int | None = None
+
+    kind = "chunked_local_attention"
+
+    def __post_init__(self) -> None:
+        _check_positive("block_size", self.block_size)
+        _check_positive("attention_chunk_size", self.attention_chunk_size)
+
+    def max_admission_blocks_per_request(self, max_in_flight_tokens: int, max_model_len: int) -> int:
+        return cdiv(min(self.attention_chunk_size + max_in_flight_tokens, max_model_len), self.block_size)
+
+    def max_memory_usage_bytes(self, ctx: PoolContextLike) -> int:
+        return self.max_admission_blocks_per_request(ctx.max_in_flight_tokens, ctx.max_model_len) * self.page_size_bytes
+
+    def steady_pages(self, ctx: PoolContextLike) -> int:
+        tokens = self.attention_chunk_size + 1 + ctx.num_speculative_tokens
+        return cdiv(min(tokens, ctx.max_model_len), self.block_size)
+
+    def admission_pages(self, ctx: PoolContextLike) -> int:
+        return self.max_admission_blocks_per_request(ctx.max_in_flight_tokens, ctx.max_model_len)
+
+
+def _apply_alignment(real: int, alignment: int | None, padded: int | None) -> int | None:
+    """``_apply_alignment_padding``: round the real page up to ``alignment``; an
+    aligned page overrides any padding passed in, as vLLM's ``__post_init__`` does."""
+    if alignment is None:
+        return padded
+    aligned = round_up(real, alignment)
+    return aligned if aligned != real else padded
+
+
+@dataclass(frozen=True)
+class MLAAttentionSpec(_AttentionMixin):
+    """Latent (MLA) cache: one compressed vector per stored token, no separate V.
+
+    ``page = (block_size // compress_ratio) * record``, where the record is
+    ``head_size * dtype_bytes`` or a packed format's own size (656-byte
+    ``fp8_ds_mla`` on V3.2; 584 / 528 / 288-byte DeepSeek-V4 records, pass them as
+    ``state_content_bytes``).  ``alignment`` rounds the page up (DeepSeek-V4).
+    Growth law as full attention.  Mirrors MLAAttentionSpec in
+    vllm/v1/kv_cache_interface.py (0.33.0).
+    """
+
+    block_size: int
+    head_size: int
+    cache_dtype: str
+    dtype_bytes: int
+    compress_ratio: int = 1
+    model_version: str | None = None
+    alignment: int | None = None
+    state_content_bytes: int | None = None
+    page_size_padded: int | None = None
+    num_kv_heads: int = 1
+    cache_role: str = "sparse"
+    dcp_sharded: bool = True
+    block_stride_alignment: int | None = None
+    num_head_slots: int | None = None
+
+    kind = "mla_attention"
+    grows_with_context = True
+
+    def __post_init__(self) -> None:
+        _check_positive("block_size", self.block_size)
+        _check_positive("compress_ratio", self.compress_ratio)
+        object.__setattr__(
+            self,
+            "page_size_padded",
+            _apply_alignment(self.unpadded_page_size_bytes, self.alignment, self.page_size_padded),
+        )
+
+    @property
+    def tokens_per_state(self) -> int:  # type: ignore[override]
+        return self.compress_ratio
+
+    @property
+    def head_size_v(self) -> int:
+        return 0
+
+    def _slots_and_content(self) -> tuple[int, int]:
+        slots = self.num_head_slots if self.num_head_slots is not None else self.num_kv_heads
+        if self.state_content_bytes is not None:
+            return slots, self.state_content_bytes
+        if self.model_version == "deepseek_v4" and self.cache_dtype in ("fp8_ds_mla", "nvfp4_ds_mla"):
+            raise UsageError("a DeepSeek-V4 packed MLA spec needs state_content_bytes (see deepseek_v4_record_bytes)")
+        return slots, mla_record_bytes(self.cache_dtype, self.head_size, self.dtype_bytes)
+
+    def max_memory_usage_bytes(self, ctx: PoolContextLike) -> int:
+        return cdiv(self._context_tokens(ctx.max_model_len, ctx), self.block_size) * self.page_size_bytes
+
+    def context_pages(self, tokens: int, ctx: PoolContextLike) -> int:
+        return cdiv(self._context_tokens(tokens, ctx), self.block_size)
+
+
+@dataclass(frozen=True)
+class SlidingWindowMLASpec(_AttentionMixin):
+    """Sliding-window ring in a latent record format (DeepSeek-V4 window caches).
+
+    Page as :class:`MLAAttentionSpec`; admission and steady-decode laws as
+    :class:`SlidingWindowSpec`.  Mirrors SlidingWindowMLASpec in
+    vllm/v1/kv_cache_interface.py and DeepseekV4SWACache.get_kv_cache_spec in
+    vllm/v1/attention/backends/mla/sparse_swa.py (0.33.0).
+    """
+
+    block_size: int
+    head_size: int
+    cache_dtype: str
+    dtype_bytes: int
+    sliding_window: int
+    model_version: str | None = None
+    alignment: int | None = None
+    state_content_bytes: int | None = None
+    page_size_padded: int | None = None
+    extra_retained_tokens: int = 0
+    bounded_replay: bool = False
+    num_kv_heads: int = 1
+    dcp_sharded: bool = True
+    block_stride_alignment: int | None = None
+    num_head_slots: int | None = None
+    tokens_per_state: int = 1
+
+    kind = "sliding_window_mla"
+
+    def __post_init__(self) -> None:
+        _check_positive("block_size", self.block_size)
+        _check_positive("sliding_window", self.sliding_window)
+        object.__setattr__(
+            self,
+            "page_size_padded",
+            _apply_alignment(self.unpadded_page_size_bytes, self.alignment, self.page_size_padded),
+        )
+
+    @property
+    def head_size_v(self) -> int:
+        return 0
+
+    # the page of an MLA record, the laws of a sliding window
+    def _slots_and_content(self) -> tuple[int, int]:
+        return MLAAttentionSpec._slots_and_content(self)  # type: ignore[arg-type]
+
+    def max_admission_blocks_per_request(self, max_in_flight_tokens: int, max_model_len: int) -> int:
+        return SlidingWindowSpec.max_admission_blocks_per_request(
+            self, max_in_flight_tokens, max_model_len)  # type: ignore[arg-type]
+
+    def max_memory_usage_bytes(self, ctx: PoolContextLike) -> int:
+        return SlidingWindowSpec.max_memory_usage_bytes(self, ctx)  # type: ignore[arg-type]
+
+    def steady_pages(self, ctx: PoolContextLike) -> int:
+        return SlidingWindowSpec.steady_pages(self, ctx)  # type: ignore[arg-type]
+
+    def admission_pages(self, ctx: PoolContextLike) -> int:
+        return SlidingWindowSpec.admission_pages(self, ctx)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class CircularBufferSpec(_AttentionMixin):
+    """One block per request for the whole request (DeepSeek-V4.1 compressor state:
+    the open group's raw rows).  ``max_memory_usage_bytes = page``.  Mirrors
+    CircularBufferSpec in vllm/v1/kv_cache_interface.py (0.33.0)."""
+
+    block_size: int
+    num_kv_heads: int
+    head_size: int
+    cache_dtype: str
+    dtype_bytes: int
+    head_size_v: int | None = 0
+    page_size_padded: int | None = None
+    tokens_per_state: int = 1
+    state_content_bytes: int | None = None
+    num_head_slots: int | None = None
+    dcp_sharded: bool = True
+    block_stride_alignment: int | None = None
+
+    kind = "circular_buffer"
+
+    def __post_init__(self) -> None:
+        _check_positive("block_size", self.block_size)
+
+    def max_memory_usage_bytes(self, ctx: PoolContextLike) -> int:
+        return self.page_size_bytes
+
+    def steady_pages(self, ctx: PoolContextLike) -> int:
+        return 1
+
+    def admission_pages(self, ctx: PoolContextLike) -> int:
+        return 1
+
+
+@dataclass(frozen=True)
+class CrossAttentionSpec(_AttentionMixin):
+    """Encoder-decoder cross attention: caches the encoder output,
+    ``cdiv(max_num_encoder_input_tokens, block_size)`` pages.  Mirrors
+    CrossAttentionSpec in vllm/v1/kv_cache_interface.py (0.33.0)."""
+
+    block_size: int
+    num_kv_heads: int
+    head_size: int
+    cache_dtype: str
+    dtype_bytes: int
+    head_size_v: int | None = None
+    page_size_padded: int | None = None
+    tokens_per_state: int = 1
+    state_content_bytes: int | None = None
+    num_head_slots: int | None = None
+    dcp_sharded: bool = True
+    block_stride_alignment: int | None = None
+
+    kind = "cross_attention"
+
+    def __post_init__(self) -> None:
+        _check_positive("block_size", self.block_size)
+
+    def _pages(self, ctx: PoolContextLike) -> int:
+        return cdiv(ctx.encoder_input_tokens, self.block_size)
+
+    def max_memory_usage_bytes(self, ctx: PoolContextLike) -> int:
+        return self._pages(ctx) * self.page_size_bytes
+
+    def steady_pages(self, ctx: PoolContextLike) -> int:
+        return self._pages(ctx)
+
+    def admission_pages(self, ctx: PoolContextLike) -> int:
+        return self._pages(ctx)
+
+
+@dataclass(frozen=True)
+class EncoderOnlyAttentionSpec(_AttentionMixin):
+    """Encoder-only attention: no KV cache kept (``max_memory_usage_bytes = 0``)."""
+
+    block_size: int
+    num_kv_heads: int
+    head_size: int
+    cache_dtype: str
+    dtype_bytes: int
+    head_size_v: int | None = None
+    page_size_padded: int | None = None
+    tokens_per_state: int = 1
+    state_content_bytes: int | None = None
+    num_head_slots: int | None = None
+    dcp_sharded: bool = True
+    block_stride_alignment: int | None = None
+
+    kind = "encoder_only_attention"
+
+    def max_memory_usage_bytes(self, ctx: PoolContextLike) -> int:
+        return 0
+
+
+# --------------------------------------------------------------------------------------
+# Recurrent state
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MambaSpec(_SpecBase):
+    """Recurrent (Mamba / GDN / KDA ...) state of one layer, per rank.
+
+    ``page_bytes_unpadded`` is the sum of the state tensors' bytes; the platform's
+    hybrid alignment may pad it (``page_size_padded``).  Pages a request holds:
+    ``none`` 1 + spec, ``align`` 2 + spec + prefill checkpoints (0.33.0
+    MambaSpec.max_memory_usage_bytes); ``all`` (releases before 0.33.0 only)
+    ``cdiv(L, block_size)`` + spec.
+    """
+
+    block_size: int
+    page_bytes_unpadded: int
+    mamba_cache_mode: MambaCacheMode = "none"
+    num_speculative_blocks: int = 0
+    page_size_padded: int | None = None
+    num_prefill_checkpoint_blocks: int = 0
+    tp_replicated: bool = False
+
+    kind = "mamba"
+
+    def __post_init__(self) -> None:
+        _check_positive("page_bytes_unpadded", self.page_bytes_unpadded)
+        if self.mamba_cache_mode not in ("none", "align", "all"):
+            raise UsageError(f"unknown mamba cache mode {self.mamba_cache_mode!r}")
+
+    @property
+    def grows_with_context(self) -> bool:  # type: ignore[override]
+        return self.mamba_cache_mode == "all"
+
+    @property
+    def unpadded_page_size_bytes(self) -> int:
+        return self.page_bytes_unpadded
+
+    @property
+    def page_size_bytes(self) -> int:
+        if self.page_size_padded is not None:
+            if self.page_size_padded < self.page_bytes_unpadded:
+                raise UsageError("mamba page_size_padded is below the state bytes")
+            return self.page_size_padded
+        return self.page_bytes_unpadded
+
+    def _fixed_pages(self) -> int:
+        if self.mamba_cache_mode == "align":
+            return 2 + self.num_speculative_blocks + self.num_prefill_checkpoint_blocks
+        if self.mamba_cache_mode == "all":
+            return self.num_speculative_blocks
+        return 1 + self.num_speculative_blocks
+
+    def max_memory_usage_bytes(self, ctx: PoolContextLike) -> int:
+        pages = self._fixed_pages()
+        if self.mamba_cache_mode == "all":
+            pages += cdiv(ctx.max_model_len, self.block_size)
+        return pages * self.page_size_bytes
+
+    def context_pages(self, tokens: int, ctx: PoolContextLike) -> int:
+        if self.mamba_cache_mode == "all":
+            return cdiv(tokens, self.block_size) + self.num_speculative_blocks
+        return 0
+
+    def steady_pages(self, ctx: PoolContextLike) -> int:
+        return 0 if self.mamba_cache_mode == "all" else self._fixed_pages()
+
+    def admission_pages(self, ctx: PoolContextLike) -> int:
+        return self.steady_pages(ctx)
+
+
+# --------------------------------------------------------------------------------------
+# Same-type bundle
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class UniformTypeKVCacheSpecs(_SpecBase):
+    """Layers of one attention type (same token slots per request) but different
+    pages, bundled into one group: the page is the *sum* of the layers' pages and a
+    request claims ``max_l cdiv(mem_l, page_l)`` pages.  Mirrors
+    UniformTypeKVCacheSpecs in vllm/v1/kv_cache_interface.py (0.33.0).
+
+    ``layers`` is an ordered tuple of ``(layer_name, spec)``.
+    """
+
+    block_size: int
+    layers: tuple[tuple[str, Spec], ...] = field(default=())
+
+    kind = "uniform_type"
+
+    @property
+    def specs(self) -> dict[str, Spec]:
+        return dict(self.layers)
+
+    @property
+    def first_spec(self) -> Spec:
+        return self.layers[0][1]
+
+    @property
+    def grows_with_context(self) -> bool:  # type: ignore[override]
+        return self.first_spec.grows_with_context
+
+    @property
+    def inner_kind(self) -> str:
+        kinds = {s.kind for _, s in self.layers}
+        return kinds.pop() if len(kinds) == 1 else "full_attention"
+
+    @property
+    def page_size_bytes(self) -> int:
+        return sum(s.page_size_bytes for _, s in self.layers)
+
+    @property
+    def unpadded_page_size_bytes(self) -> int:
+        return sum(s.unpadded_page_size_bytes for _, s in self.layers)
+
+    def max_memory_usage_pages(self, ctx: PoolContextLike) -> int:
+        return max(s.max_memory_usage_pages(ctx) for _, s in self.layers)
+
+    def max_memory_usage_bytes(self, ctx: PoolContextLike) -> int:
+        return self.max_memory_usage_pages(ctx) * self.page_size_bytes
+
+    def max_layers_per_page_size(self) -> int:
+        """Most layers sharing one page size (``get_max_layers_per_page_size``)."""
+        counts: dict[int, int] = {}
+        for _, s in self.layers:
+            counts[s.page_size_bytes] = counts.get(s.page_size_bytes, 0) + 1
+        return max(counts.values())
+
+    def context_pages(self, tokens: int, ctx: PoolContextLike) -> int:
+        return max(s.context_pages(tokens, ctx) for _, s in self.layers)
+
+    def steady_pages(self, ctx: PoolContextLike) -> int:
+        return max(s.steady_pages(ctx) for _, s in self.layers)
+
+    def admission_pages(self, ctx: PoolContextLike) -> int:
+        return max(s.admission_pages(ctx) for _, s in self.layers)
+
+    @classmethod
+    def of(cls, layer_specs: Mapping[str, Spec]) -> UniformTypeKVCacheSpecs:
+        items = tuple(layer_specs.items())
+        return cls(block_size=items[0][1].block_size, layers=items)
+
+
+Spec = Union[
+    FullAttentionSpec,
+    SlidingWindowSpec,
+    ChunkedLocalAttentionSpec,
+    MLAAttentionSpec,
+    SlidingWindowMLASpec,
+    CircularBufferSpec,
+    CrossAttentionSpec,
+    EncoderOnlyAttentionSpec,
+    MambaSpec,
+    UniformTypeKVCacheSpecs,
+]
+

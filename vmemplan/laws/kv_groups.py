@@ -1,0 +1,685 @@
+"""KV cache groups, as vLLM 0.33.0 forms them: which layers share one block table, and what one
+pool block id costs across them.
+
+``group_kv_cache_specs`` mirrors ``get_kv_cache_groups`` (vllm/v1/core/kv_cache_utils.py and
+kv_cache_planning.py, 0.33.0): uniform layers make one group; one attention type makes one
+uniform-type group; mixed pages under a block-outermost layout are packed (DeepSeek-V4);
+otherwise pages are unified and layers grouped by type.  ``bytes_per_block`` mirrors
+``_get_kv_cache_bytes_per_block``.  Sizing the pool from these groups is
+:mod:`vmemplan.laws.kv_pool`'s job.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields, replace
+from typing import Any, Literal, cast
+
+from vmemplan.core.errors import BadInput, UsageError
+from vmemplan.core.kv_specs import (
+    ChunkedLocalAttentionSpec,
+    CircularBufferSpec,
+    CrossAttentionSpec,
+    EncoderOnlyAttentionSpec,
+    FullAttentionSpec,
+    MambaSpec,
+    MLAAttentionSpec,
+    SlidingWindowMLASpec,
+    SlidingWindowSpec,
+    Spec,
+    UniformTypeKVCacheSpecs,
+)
+from vmemplan.core.units import cdiv, round_up
+
+__all__ = [
+    "PoolContext",
+    "KvCacheGroup",
+    "UngroupableSpecs",
+    "group_kv_cache_specs",
+    "bytes_per_block",
+    "approximate_gcd",
+]
+
+TokensFormula = Literal["blocks_x_block_size", "blocks_div_groups_x_min_block", "concurrency_x_max_model_len"]
+LayoutChoice = Literal["auto", "layer_outermost", "block_outermost"]
+
+
+class UngroupableSpecs(BadInput):
+    """The release's grouping rules cannot put these layers into one pool (page sizes
+    that neither divide nor may be padded).  Callers fall back to
+    :func:`plan_pool_ungrouped` and record a provenance note."""
+
+
+@dataclass(frozen=True)
+class PoolContext:
+    """The engine settings the pool laws read (release-dependent knobs come from the
+    rules packs; defaults are vLLM 0.33.0's).
+
+    ``hybrid_group_threshold``: hybrid grouping uses the largest layer-type count as
+    the group size when ``max < min * threshold`` (1.5 in 0.33.0; ``None`` = always
+    the smallest, as before 2025-11-24).  ``kv_cache_layout``: ``auto`` takes a
+    block-outermost layout when latent (MLA) caches mix page sizes (the DeepSeek
+    indexer backends declare only block-outermost layouts), else vLLM's default
+    layer-outermost LBNHC.  ``pad_undividable_pages`` mirrors 0.33.0 padding a
+    non-MLA attention page that does not divide the largest page (older releases
+    refuse).  ``reserve_null_block`` mirrors 0.33.0 checking the one-request fit
+    against ``available - block_bytes``.
+    """
+
+    max_model_len: int
+    max_num_batched_tokens: int
+    decode_context_parallel_size: int = 1
+    prefill_context_parallel_size: int = 1
+    num_speculative_tokens: int = 0
+    async_scheduling: bool = True
+    hybrid_group_threshold: float | None = 1.5
+    tokens_formula: TokensFormula = "concurrency_x_max_model_len"
+    disable_hybrid_kv_cache_manager: bool = False
+    num_gpu_blocks_override: int | None = None
+    # added knobs
+    pipeline_parallel_size: int = 1
+    use_v2_model_runner: bool = False
+    max_num_encoder_input_tokens: int | None = None
+    num_prefill_lookahead_tokens: int = 0
+    kv_cache_layout: LayoutChoice = "auto"
+    pad_undividable_pages: bool = True
+    reserve_null_block: bool = True
+
+    def __post_init__(self) -> None:
+        if self.max_model_len <= 0:
+            raise UsageError(f"max_model_len must be positive, got {self.max_model_len}")
+        if self.max_num_batched_tokens <= 0:
+            raise UsageError(f"max_num_batched_tokens must be positive, got {self.max_num_batched_tokens}")
+        for name in ("decode_context_parallel_size", "prefill_context_parallel_size", "pipeline_parallel_size"):
+            if getattr(self, name) < 1:
+                raise UsageError(f"{name} must be at least 1")
+        if self.num_speculative_tokens < 0:
+            raise UsageError("num_speculative_tokens must not be negative")
+        if self.num_gpu_blocks_override is not None and self.num_gpu_blocks_override < 1:
+            raise UsageError("num_gpu_blocks_override must be positive")
+
+    @property
+    def max_concurrent_batches(self) -> int:
+        """Batches in flight at once: 2 under async scheduling (V1 runner, no PP),
+        PP + 1 with the V2 runner, else the PP size.  Mirrors
+        VllmConfig.max_concurrent_batches (vllm/config/vllm.py, 0.33.0)."""
+        pp = self.pipeline_parallel_size
+        if self.async_scheduling:
+            if self.use_v2_model_runner:
+                return pp + 1
+            if pp <= 1:
+                return 2
+        return pp
+
+    @property
+    def max_in_flight_tokens(self) -> int:
+        """``max_concurrent_batches * max_num_batched_tokens``
+        (VllmConfig.max_in_flight_tokens, 0.33.0)."""
+        return self.max_concurrent_batches * self.max_num_batched_tokens
+
+    @property
+    def encoder_input_tokens(self) -> int:
+        if self.max_num_encoder_input_tokens is not None:
+            return self.max_num_encoder_input_tokens
+        return self.max_num_batched_tokens
+
+    def with_max_model_len(self, max_model_len: int) -> PoolContext:
+        return replace(self, max_model_len=max_model_len)
+
+
+@dataclass(frozen=True)
+class KvCacheGroup:
+    """One KV cache group: layers sharing one block table.
+
+    ``spec`` is the merged spec (a :class:`UniformTypeKVCacheSpecs` when pages
+    differ inside the group); ``page_size_bytes`` is the group's bytes per block;
+    ``padding_layers`` is how many pages of the widest group this one leaves empty
+    in every pool block (layers of its own page size)."""
+
+    kind: str
+    layer_names: tuple[str, ...]
+    spec: Spec
+    block_size: int
+    page_size_bytes: int
+    padding_layers: int = 0
+
+    def layer_spec(self, name: str) -> Spec:
+        if isinstance(self.spec, UniformTypeKVCacheSpecs):
+            return self.spec.specs[name]
+        return self.spec
+
+    def layer_specs(self) -> list[Spec]:
+        return [self.layer_spec(n) for n in self.layer_names]
+
+    def pages_per_request(self, ctx: PoolContext) -> int:
+        """Block ids one request at max_model_len claims in this group."""
+        return self.spec.max_memory_usage_pages(ctx)
+
+
+# --------------------------------------------------------------------------------------
+# Spec relations (merge / uniform type)
+# --------------------------------------------------------------------------------------
+
+
+class _Incompatible(Exception):
+    pass
+
+
+def _field_values(spec: Any, skip: tuple[str, ...] = ()) -> tuple[Any, ...]:
+    return tuple(getattr(spec, f.name) for f in fields(spec) if f.name not in skip)
+
+
+def _distinct(specs: Sequence[Spec]) -> Sequence[Spec]:
+    """The distinct specs in first-seen order (a stack of identical layers costs one)."""
+    by_id = list({id(s): s for s in specs}.values())  # adapters share one object per layer kind
+    try:
+        return list(dict.fromkeys(by_id))
+    except TypeError:  # a spec holding an unhashable field: compare them all
+        return by_id
+
+
+def _merge(specs: Sequence[Spec]) -> Spec:
+    """Merge layer specs into one group spec or raise :class:`_Incompatible`.
+
+    Full attention ignores differing-but-single window / chunk values (a layer with
+    and without a window merge); MLA and window-MLA compare everything but the
+    alignment knob (its effect shows in the page); every other spec must be equal.
+    Mirrors the ``merge`` classmethods of vllm/v1/kv_cache_interface.py (0.33.0).
+    """
+    specs = _distinct(specs)  # equal layers merge alike: compare each distinct spec once
+    first = specs[0]
+    if type(first) is FullAttentionSpec:
+        if not all(type(s) is FullAttentionSpec for s in specs):
+            raise _Incompatible
+        core = _field_values(first, ("sliding_window", "attention_chunk_size"))
+        if any(_field_values(s, ("sliding_window", "attention_chunk_size")) != core for s in specs):
+            raise _Incompatible
+        full = cast(Sequence[FullAttentionSpec], specs)
+        windows = {s.sliding_window for s in full if s.sliding_window is not None}
+        chunks = {s.attention_chunk_size for s in full if s.attention_chunk_size is not None}
+        if len(windows) > 1 or len(chunks) > 1 or (windows and chunks):
+            raise _Incompatible
+        return replace(
+            first,
+            sliding_window=next(iter(windows)) if windows else None,
+            attention_chunk_size=next(iter(chunks)) if chunks else None,
+        )
+    if type(first) in (MLAAttentionSpec, SlidingWindowMLASpec):
+        core = _field_values(first, ("alignment",))
+        if not all(type(s) is type(first) and _field_values(s, ("alignment",)) == core for s in specs):
+            raise _Incompatible
+        return first
+    if not all(s == first for s in specs):
+        raise _Incompatible
+    return first
+
+
+def _is_uniform(specs: Mapping[str, Spec]) -> bool:
+    """``is_kv_cache_spec_uniform``: every layer merges into one spec."""
+    if not specs:
+        return True
+    try:
+        _merge(list(specs.values()))
+    except _Incompatible:
+        return False
+    return True
+
+
+def _dcp_sharded(spec: Spec) -> bool:
+    return bool(getattr(spec, "dcp_sharded", False))
+
+
+def _is_uniform_type(specs: Mapping[str, Spec]) -> bool:
+    """``UniformTypeKVCacheSpecs.is_uniform_type``: one block size, one DCP sharding,
+    and one registered base type (full attention incl. MLA; window of one size;
+    window-MLA of one size and replay policy; chunk of one size; circular buffer;
+    Mamba with equal speculative/checkpoint blocks and page; cross attention)."""
+    return _uniform_type_values(_distinct(list(specs.values())))
+
+
+def _bucket_by_uniform_type(specs: Mapping[str, Spec]) -> list[dict[str, Spec]]:
+    """Layers bucketed greedily, in order, by uniform type (each layer joins the first bucket it
+    keeps uniform); a bucket's distinct specs are compared, so the cost does not grow with depth."""
+    buckets: list[dict[str, Spec]] = []
+    kinds: list[list[Spec]] = []  # each bucket's distinct specs
+    for name, spec in specs.items():
+        for bucket, distinct in zip(buckets, kinds):
+            candidate = distinct if spec in distinct else [*distinct, spec]
+            if _uniform_type_values(candidate):
+                bucket[name] = spec
+                if candidate is not distinct:
+                    distinct.append(spec)
+                break
+        else:
+            buckets.append({name: spec})
+            kinds.append([spec])
+    return buckets
+
+
+def _uniform_type_values(values: Sequence[Spec]) -> bool:
+    if not values:
+        return False
+    if len({s.block_size for s in values}) > 1:
+        return False
+    if len({_dcp_sharded(s) for s in values}) > 1:
+        return False
+    first = values[0]
+    if isinstance(first, (FullAttentionSpec, MLAAttentionSpec)):
+        return all(isinstance(s, (FullAttentionSpec, MLAAttentionSpec)) for s in values)
+    if isinstance(first, SlidingWindowMLASpec):
+        return all(
+            isinstance(s, SlidingWindowMLASpec)
+            and s.sliding_window == first.sliding_window
+            and s.bounded_replay == first.bounded_replay
+            for s in values
+        )
+    if isinstance(first, SlidingWindowSpec):
+        return all(
+            isinstance(s, (SlidingWindowSpec, SlidingWindowMLASpec)) and s.sliding_window == first.sliding_window
+            for s in values
+        )
+    if isinstance(first, ChunkedLocalAttentionSpec):
+        return all(
+            isinstance(s, ChunkedLocalAttentionSpec) and s.attention_chunk_size == first.attention_chunk_size
+            for s in values
+        )
+    if isinstance(first, MambaSpec):
+        return all(
+            isinstance(s, MambaSpec)
+            and s.num_speculative_blocks == first.num_speculative_blocks
+            and s.num_prefill_checkpoint_blocks == first.num_prefill_checkpoint_blocks
+            and s.page_size_bytes == first.page_size_bytes
+            and s.tp_replicated == first.tp_replicated
+            for s in values
+        )
+    for cls in (CircularBufferSpec, CrossAttentionSpec, EncoderOnlyAttentionSpec):
+        if isinstance(first, cls):
+            return all(isinstance(s, cls) for s in values)
+    return False
+
+
+# --------------------------------------------------------------------------------------
+# Local-attention promotion (HMA disabled / allocation fallback)
+# --------------------------------------------------------------------------------------
+
+
+def _promote_one(spec: Spec, block_size: int) -> Spec:
+    def padded(s: Any) -> int | None:
+        if s.page_size_padded is None:
+            return None
+        page: int = max(s.page_size_padded, s.unpadded_page_size_bytes * block_size // s.block_size)
+        return page
+
+    if isinstance(spec, SlidingWindowMLASpec):
+        return MLAAttentionSpec(
+            block_size=block_size,
+            head_size=spec.head_size,
+            cache_dtype=spec.cache_dtype,
+            dtype_bytes=spec.dtype_bytes,
+            compress_ratio=spec.tokens_per_state,
+            model_version=spec.model_version,
+            alignment=spec.alignment,
+            state_content_bytes=spec.state_content_bytes,
+            page_size_padded=padded(spec),
+            num_kv_heads=spec.num_kv_heads,
+            dcp_sharded=spec.dcp_sharded,
+            block_stride_alignment=spec.block_stride_alignment,
+            num_head_slots=spec.num_head_slots,
+        )
+    if isinstance(spec, (SlidingWindowSpec, ChunkedLocalAttentionSpec)):
+        return FullAttentionSpec(
+            block_size=block_size,
+            num_kv_heads=spec.num_kv_heads,
+            head_size=spec.head_size,
+            cache_dtype=spec.cache_dtype,
+            dtype_bytes=spec.dtype_bytes,
+            head_size_v=spec.head_size_v,
+            sliding_window=getattr(spec, "sliding_window", None),
+            attention_chunk_size=getattr(spec, "attention_chunk_size", None),
+            page_size_padded=padded(spec),
+            tokens_per_state=spec.tokens_per_state,
+            state_content_bytes=spec.state_content_bytes,
+            num_head_slots=spec.num_head_slots,
+            dcp_sharded=spec.dcp_sharded,
+            block_stride_alignment=spec.block_stride_alignment,
+        )
+    return spec
+
+
+def _promote_local_specs(specs: dict[str, Spec]) -> dict[str, Spec]:
+    """Turn window / chunked layers into full-attention allocation when full layers
+    exist; raise :class:`UngroupableSpecs` when the result is still mixed.  Mirrors
+    ``_promote_local_kv_cache_specs`` (0.33.0)."""
+    if _is_uniform(specs) or _is_uniform_type(specs):
+        return dict(specs)
+    values = list(specs.values())
+    full_like = [s for s in values if isinstance(s, (FullAttentionSpec, MLAAttentionSpec))]
+    has_local = any(isinstance(s, (SlidingWindowSpec, SlidingWindowMLASpec, ChunkedLocalAttentionSpec)) for s in values)
+    block_sizes = {s.block_size for s in full_like}
+    full_block = next(iter(block_sizes)) if len(block_sizes) == 1 else None
+    out = dict(specs)
+    if full_like and has_local:
+        for name, spec in specs.items():
+            if isinstance(spec, (SlidingWindowSpec, SlidingWindowMLASpec, ChunkedLocalAttentionSpec)):
+                out[name] = _promote_one(spec, full_block or spec.block_size)
+    if not (_is_uniform(out) or _is_uniform_type(out)):
+        raise UngroupableSpecs("the layers' caches cannot be promoted to one full-attention type")
+    return out
+
+
+def _unify_hybrid_specs(specs: dict[str, Spec]) -> dict[str, Spec]:
+    """``unify_hybrid_kv_cache_specs`` (hybrid manager disabled): promote per
+    replicated / DCP-sharded subset."""
+    subsets: dict[bool, dict[str, Spec]] = defaultdict(dict)
+    for name, spec in specs.items():
+        replicated = not isinstance(spec, MambaSpec) and not _dcp_sharded(spec) and not isinstance(
+            spec, UniformTypeKVCacheSpecs
+        )
+        subsets[replicated][name] = spec
+    out = dict(specs)
+    for subset in subsets.values():
+        out.update(_promote_local_specs(subset))
+    return out
+
+
+# --------------------------------------------------------------------------------------
+# Grouping
+# --------------------------------------------------------------------------------------
+
+
+def _resolve_block_outermost(specs: Mapping[str, Spec], ctx: PoolContext) -> bool:
+    if ctx.kv_cache_layout == "block_outermost":
+        return True
+    if ctx.kv_cache_layout == "layer_outermost":
+        return False
+    distinct = _distinct(list(specs.values()))
+    has_latent = any(isinstance(s, (MLAAttentionSpec, SlidingWindowMLASpec)) for s in distinct)
+    return has_latent and len({s.page_size_bytes for s in distinct}) > 1
+
+
+def approximate_gcd(values: Sequence[int], *, lower_bound: int | None = None) -> int:
+    """Chunk size ``d`` minimising total round-up padding ``sum(ceil(x/d)*d - x)``,
+    searched over ``[lower_bound, max(values)]``, ties to the larger ``d``.
+    Mirrors ``_approximate_gcd`` (vllm/v1/core/kv_cache_planning.py, 0.33.0)."""
+    if not values:
+        raise ValueError("values must be non-empty")
+    if any(x <= 0 for x in values):
+        raise ValueError(f"values must be positive, got {list(values)!r}")
+    min_d = max(1, lower_bound if lower_bound is not None else 1)
+    max_d = max(values)
+    if min_d > max_d:
+        return min_d
+    best_d, best_pad = min_d, None
+    for d in range(min_d, max_d + 1):
+        pad = sum((d - x % d) % d for x in values)
+        if best_pad is None or pad < best_pad or (pad == best_pad and d > best_d):
+            best_d, best_pad = d, pad
+    return best_d
+
+
+def _packed_groups(specs: dict[str, Spec]) -> list[tuple[list[str], Spec]]:
+    """Block-outermost packing of mixed page sizes (DeepSeek-V4 and friends).
+
+    Layers are bucketed greedily by uniform type.  Balanced buckets that mix page
+    sizes set a floor on the pattern repeats per group; ``approximate_gcd`` picks
+    the repeats; state buckets (Mamba, circular buffers, and window rings when no
+    repeat pattern exists) are split so a group never widens the block beyond the
+    widest other group ("anchor").  Mirrors ``_get_packed_kv_cache_groups`` (0.33.0).
+    """
+    buckets = _bucket_by_uniform_type(specs)
+
+    bucketed = []
+    for bucket in buckets:
+        uspec = UniformTypeKVCacheSpecs.of(bucket)
+        by_page: dict[int, list[str]] = defaultdict(list)
+        for name, spec in bucket.items():
+            by_page[spec.page_size_bytes].append(name)
+        balanced = len({len(v) for v in by_page.values()}) == 1
+        bucketed.append((uspec, dict(by_page), balanced))
+
+    min_repeats = max(
+        (u.max_layers_per_page_size() for u, by_page, bal in bucketed if bal and len(by_page) > 1),
+        default=0,
+    )
+    repeats = (
+        approximate_gcd([u.max_layers_per_page_size() for u, _, bal in bucketed if bal], lower_bound=min_repeats)
+        if min_repeats
+        else None
+    )
+
+    def num_groups_for(u: UniformTypeKVCacheSpecs, bal: bool) -> int:
+        if bal and repeats is not None:
+            return cdiv(u.max_layers_per_page_size(), repeats)
+        return 1
+
+    def widest(by_page: dict[int, list[str]], n: int) -> int:
+        return sum(cdiv(len(names), n) * page for page, names in by_page.items())
+
+    def is_state(u: UniformTypeKVCacheSpecs) -> bool:
+        if isinstance(u.first_spec, (MambaSpec, CircularBufferSpec)):
+            return True
+        return repeats is None and isinstance(u.first_spec, (SlidingWindowSpec, SlidingWindowMLASpec))
+
+    anchor = max(
+        (widest(by_page, len(u.layers) if is_state(u) else num_groups_for(u, bal)) for u, by_page, bal in bucketed),
+        default=0,
+    )
+
+    out: list[tuple[list[str], Spec]] = []
+    for u, by_page, bal in bucketed:
+        n = num_groups_for(u, bal)
+        if anchor and is_state(u):
+            per_block = max(anchor // u.first_spec.page_size_bytes, 1)
+            n = max(n, cdiv(len(u.layers), per_block))
+        if n == 1:
+            out.append(([name for name, _ in u.layers], u))
+            continue
+        pattern = list(zip(*by_page.values()))
+        spec_of = u.specs
+        for i in range(n):
+            names = [name for rep in pattern[i::n] for name in rep]
+            out.append((names, UniformTypeKVCacheSpecs.of({nm: spec_of[nm] for nm in names})))
+    return out
+
+
+def _unify_page_sizes(specs: dict[str, Spec], ctx: PoolContext) -> dict[str, Spec]:
+    """Scale smaller pages up to the largest by growing their block size; pad Mamba
+    pages (and, in 0.33.0, non-MLA attention pages that do not divide); otherwise
+    raise :class:`UngroupableSpecs`.  Mirrors ``unify_kv_cache_spec_page_size``."""
+    pages = {s.page_size_bytes for s in specs.values()}
+    if len(pages) <= 1:
+        return dict(specs)
+    top = max(pages)
+    out: dict[str, Spec] = {}
+    for name, spec in specs.items():
+        page = spec.page_size_bytes
+        if page == top:
+            out[name] = spec
+        elif isinstance(spec, MambaSpec):
+            out[name] = replace(spec, page_size_padded=top)
+        elif top % page == 0:
+            out[name] = spec.with_block_size(spec.block_size * (top // page))
+        elif (
+            ctx.pad_undividable_pages
+            and not isinstance(spec, (MLAAttentionSpec, SlidingWindowMLASpec, UniformTypeKVCacheSpecs))
+        ):
+            out[name] = replace(spec, page_size_padded=top)
+        else:
+            raise UngroupableSpecs(
+                f"layer {name}: its {page}-byte page does not divide the largest page ({top} bytes) "
+                "and cannot be padded"
+            )
+        if out[name].page_size_bytes != top:
+            raise UngroupableSpecs(f"layer {name}: page could not be unified to {top} bytes")
+    return out
+
+
+def _fallback_full_allocation(specs: dict[str, Spec]) -> list[tuple[list[str], Spec]] | None:
+    """MLA next to plain window layers: allocate the windows as full attention
+    (``_try_get_full_allocation_fallback_groups``, 0.33.0)."""
+    values = list(specs.values())
+    if any(isinstance(s, (SlidingWindowMLASpec, ChunkedLocalAttentionSpec)) for s in values):
+        return None
+    has_mla = any(isinstance(s, MLAAttentionSpec) for s in values)
+    has_swa = any(isinstance(s, SlidingWindowSpec) for s in values)
+    if not (has_mla and has_swa):
+        return None
+    try:
+        promoted = _promote_local_specs(specs)
+    except UngroupableSpecs:
+        return None
+    if not _is_uniform_type(promoted):
+        return None
+    return [(list(promoted), UniformTypeKVCacheSpecs.of(promoted))]
+
+
+def _uniform_page_groups(specs: dict[str, Spec], ctx: PoolContext) -> list[tuple[list[str], Spec]]:
+    """Hybrid grouping with one page size: bucket layers by spec (merging buckets
+    whose specs merge), choose the group size (smallest bucket, or the largest when
+    ``max < min * threshold``), split each bucket into ``cdiv(n, size)`` strided
+    groups ``layers[i::num_groups]``.  Mirrors
+    ``_get_kv_cache_groups_uniform_page_size`` (0.33.0)."""
+    same: dict[Spec, list[str]] = {}
+    for name, spec in specs.items():
+        same.setdefault(spec, []).append(name)
+    name_buckets: list[list[str]] = []
+    spec_buckets: list[list[Spec]] = []
+    for spec, names in same.items():
+        for nb, sb in zip(name_buckets, spec_buckets):
+            try:
+                _merge([*sb, spec])
+            except _Incompatible:
+                continue
+            nb.extend(names)
+            sb.append(spec)
+            break
+        else:
+            name_buckets.append(list(names))
+            spec_buckets.append([spec])
+    min_n = min(len(b) for b in name_buckets)
+    max_n = max(len(b) for b in name_buckets)
+    group_size = min_n
+    if ctx.hybrid_group_threshold is not None and max_n < min_n * ctx.hybrid_group_threshold:
+        group_size = max_n
+    out: list[tuple[list[str], Spec]] = []
+    for names in name_buckets:
+        n_groups = cdiv(len(names), group_size)
+        for i in range(n_groups):
+            members = names[i::n_groups]
+            out.append((members, _merge([specs[m] for m in members])))
+    return out
+
+
+def _make_groups(raw: list[tuple[list[str], Spec]], block_outermost: bool) -> tuple[KvCacheGroup, ...]:
+    widest = max((_group_bytes(names, spec, block_outermost) for names, spec in raw), default=0)
+    groups = []
+    for names, spec in raw:
+        if isinstance(spec, UniformTypeKVCacheSpecs):
+            kind = spec.inner_kind
+            page = spec.page_size_bytes
+            layer_page = None
+        else:
+            kind = spec.kind
+            layer_page = spec.page_size_bytes
+            page = layer_page * len(names)
+        own = _group_bytes(names, spec, block_outermost)
+        padding = (widest - own) // layer_page if layer_page else 0
+        groups.append(
+            KvCacheGroup(
+                kind=kind,
+                layer_names=tuple(names),
+                spec=spec,
+                block_size=spec.block_size,
+                page_size_bytes=page,
+                padding_layers=padding,
+            )
+        )
+    return tuple(groups)
+
+
+def _group_bytes(names: Sequence[str], spec: Spec, block_outermost: bool) -> int:
+    if not isinstance(spec, UniformTypeKVCacheSpecs):  # every layer holds this one spec
+        page = spec.page_size_bytes
+        return len(names) * (page if block_outermost else round_up(page, spec.stride_alignment_bytes))
+
+    def layer(n: str) -> Spec:
+        return spec.specs[n]
+
+    if block_outermost:
+        return sum(layer(n).page_size_bytes for n in names)
+    return sum(round_up(layer(n).page_size_bytes, layer(n).stride_alignment_bytes) for n in names)
+
+
+def _with_retained_tokens(specs: Mapping[str, Spec], ctx: PoolContext) -> dict[str, Spec]:
+    extra = max(0, ctx.num_prefill_lookahead_tokens - 1)
+    out: dict[str, Spec] = {}
+    for name, spec in specs.items():
+        if isinstance(spec, (SlidingWindowSpec, SlidingWindowMLASpec)) and spec.extra_retained_tokens != extra:
+            spec = replace(spec, extra_retained_tokens=extra)
+        out[name] = spec
+    return out
+
+
+def group_kv_cache_specs(layer_specs: Mapping[str, Spec], ctx: PoolContext) -> tuple[KvCacheGroup, ...]:
+    """Group the layers' caches exactly as vLLM 0.33.0 does.
+
+    Order of rules (``get_global_kv_cache_groups`` then ``get_kv_cache_groups``):
+    window layers retain ``num_prefill_lookahead_tokens - 1`` extra tokens; with the
+    hybrid manager disabled, window/chunked layers are promoted to full attention;
+    no layers → no groups; mergeable layers → one group; one attention type → one
+    :class:`UniformTypeKVCacheSpecs` group (page = sum); mixed pages under a
+    block-outermost layout → packed groups (DeepSeek-V4); otherwise pages are
+    unified (block size x ratio, Mamba padding) and layers grouped by type with the
+    group-size threshold and strided assignment.  Raises :class:`UngroupableSpecs`
+    where the release cannot group them.
+    """
+    specs = _with_retained_tokens(layer_specs, ctx)
+    if ctx.disable_hybrid_kv_cache_manager:
+        specs = _unify_hybrid_specs(specs)
+    if not specs:
+        return ()
+    block_outermost = _resolve_block_outermost(specs, ctx)
+    if _is_uniform(specs):
+        raw = [(list(specs), _merge(list(specs.values())))]
+    elif _is_uniform_type(specs):
+        raw = [(list(specs), UniformTypeKVCacheSpecs.of(specs))]
+    elif block_outermost and len({s.page_size_bytes for s in specs.values()}) > 1:
+        raw = _packed_groups(specs)
+    else:
+        try:
+            unified = _unify_page_sizes(specs, ctx)
+        except UngroupableSpecs:
+            fallback = _fallback_full_allocation(specs)
+            if fallback is None:
+                raise
+            raw = fallback
+        else:
+            raw = _uniform_page_groups(unified, ctx)
+    return _make_groups(raw, block_outermost)
+
+
+def _groups_block_outermost(groups: Sequence[KvCacheGroup], ctx: PoolContext) -> bool:
+    specs = {n: g.layer_spec(n) for g in groups for n in g.layer_names}
+    return _resolve_block_outermost(specs, ctx)
+
+
+def bytes_per_block(groups: Sequence[KvCacheGroup], ctx: PoolContext) -> int:
+    """Bytes one pool block id costs: the widest group's bytes for one block.
+
+    Layer-outermost layouts round each layer's page to its block-stride alignment
+    and sum; block-outermost layouts sum the pages and round the total up to the
+    lcm of every alignment.  Mirrors ``_get_kv_cache_bytes_per_block`` (0.33.0).
+    """
+    if not groups:
+        return 0
+    block_outermost = _groups_block_outermost(groups, ctx)
+    widest = max(_group_bytes(g.layer_names, g.spec, block_outermost) for g in groups)
+    if not block_outermost:
+        return widest
+    lcm = 1
+    for g in groups:
+        for n in g.layer_names:
+            lcm = math.lcm(lcm, g.layer_spec(n).stride_alignment_bytes)
+    return round_up(widest, lcm)

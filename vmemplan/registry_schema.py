@@ -1,0 +1,337 @@
+"""The registry's schemas: what ``registry/cost_model.yaml`` and ``registry/speed.yaml`` may say.
+
+Validated here, next to the loader (:mod:`vmemplan.registry`), so that the loader imports no
+law: the cost model hands the overhead and activation laws their constants
+(:class:`~vmemplan.laws.activation.ActivationConstants`, the ``*Constants`` of
+:mod:`vmemplan.laws.overhead`), and the speed constants feed :mod:`vmemplan.sim.speed`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from vmemplan.core.errors import RegistryInvalid, UsageError
+from vmemplan.laws.activation import ActivationConstants
+from vmemplan.laws.overhead import (
+    CUDA_GRAPH_MODES,
+    CudaGraphConstants,
+    CudaGraphFamily,
+    NonTorchConstants,
+    PreBudgetConstants,
+)
+
+__all__ = [
+    "Constant",
+    "ConstantTable",
+    "CostModel",
+    "Era",
+    "SpeedConstants",
+    "parse_cost_model",
+    "parse_speed_constants",
+    "parse_vllm_version",
+]
+
+
+# --------------------------------------------------------------------------- cost_model.yaml
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Constant(_Strict):
+    """One registry number with its provenance."""
+
+    value: float
+    source: str = Field(min_length=1)
+    obtained: str = Field(min_length=1)
+    vllm_version: str = Field(min_length=1)
+
+
+class ConstantTable(_Strict):
+    """A table of registry numbers (keyed by tp, world size or mode) with its provenance."""
+
+    values: dict[Any, float]
+    source: str = Field(min_length=1)
+    obtained: str = Field(min_length=1)
+    vllm_version: str = Field(min_length=1)
+
+
+class SamplerRegistry(_Strict):
+    default_path: str
+    paths: dict[str, Constant]
+
+    @model_validator(mode="after")
+    def _default_known(self) -> SamplerRegistry:
+        if self.default_path not in self.paths:
+            raise ValueError(f"default_path {self.default_path!r} is not one of {sorted(self.paths)}")
+        return self
+
+
+class FusedMoeRegistry(_Strict):
+    """How one release era's fused-MoE call lays out its workspaces (read from vLLM's code)."""
+
+    workspace_layout: Literal["fused_experts_impl", "modular"]
+    chunk_tokens: int = Field(ge=0)  # VLLM_FUSED_MOE_CHUNK_SIZE's default; 0 = no chunking
+    source: str = Field(min_length=1)
+    obtained: str = Field(min_length=1)
+    vllm_version: str = Field(min_length=1)
+    calibrated_by: str = Field(min_length=1)  # corpus logs that check it, or "none"
+
+
+class ActivationRegistry(_Strict):
+    dense_hidden_buffers: Constant
+    dense_intermediate_buffers: Constant
+    fused_moe: FusedMoeRegistry
+    floor_bytes: Constant
+    sampler: SamplerRegistry
+
+
+class Era(_Strict):
+    """A span of vLLM releases whose memory accounting works the same way."""
+
+    id: str
+    engine: Literal["v0", "v1"]
+    vllm_from: str
+    vllm_before: str | None = None
+    calibrated_against: str
+    budget_formula: str
+    nccl_inside_budget: bool
+    cuda_context_inside_budget: bool
+    cudagraph_estimate: Literal["none", "opt_in", "default"]
+    activation: ActivationRegistry
+    non_torch_base_bytes: Constant
+    notes: str = ""
+
+    @model_validator(mode="after")
+    def _versions_parse(self) -> Era:
+        parse_vllm_version(self.vllm_from)
+        if self.vllm_before is not None:
+            parse_vllm_version(self.vllm_before)
+        return self
+
+    def contains(self, version: tuple[int, int, int]) -> bool:
+        lo = parse_vllm_version(self.vllm_from)
+        if version < lo:
+            return False
+        return self.vllm_before is None or version < parse_vllm_version(self.vllm_before)
+
+
+class CudaGraphFamilyRegistry(_Strict):
+    floor_bytes: Constant
+    per_token_hidden_layer_bytes: Constant
+    per_graph_bytes: Constant
+
+
+class CudaGraphRegistry(_Strict):
+    flat_bytes_by_mode: ConstantTable
+    families: dict[Literal["piecewise", "full"], CudaGraphFamilyRegistry] | None = None
+
+    @model_validator(mode="after")
+    def _modes_known(self) -> CudaGraphRegistry:
+        unknown = set(self.flat_bytes_by_mode.values) - set(CUDA_GRAPH_MODES)
+        if unknown:
+            raise ValueError(f"unknown CUDA graph modes {sorted(map(str, unknown))}")
+        return self
+
+
+class PreBudgetRegistry(_Strict):
+    cuda_context_bytes: Constant
+    workspace_bytes: Constant
+    communicator_bytes_by_world_size: ConstantTable
+
+
+class CostModel(_Strict):
+    """The whole cost-model registry, validated."""
+
+    schema_version: Literal[1]
+    eras: list[Era] = Field(min_length=1)
+    pre_budget: PreBudgetRegistry
+    cuda_graphs: CudaGraphRegistry
+
+    def era_for(self, vllm_version: str, *, engine: Literal["v0", "v1"] = "v1") -> Era:
+        """The era that covers a vLLM version for an engine (V0 or V1)."""
+        ver = parse_vllm_version(vllm_version)
+        for era in self.eras:
+            if era.engine == engine and era.contains(ver):
+                return era
+        raise RegistryInvalid(f"cost model has no {engine} era covering vLLM {vllm_version}")
+
+    def activation_constants(
+        self, vllm_version: str, *, engine: Literal["v0", "v1"] = "v1", sampler_path: str | None = None
+    ) -> ActivationConstants:
+        era = self.era_for(vllm_version, engine=engine)
+        act = era.activation
+        path = sampler_path or act.sampler.default_path
+        if path not in act.sampler.paths:
+            raise UsageError(
+                f"sampler path {path!r} is not in era {era.id}",
+                hint="use one of " + ", ".join(sorted(act.sampler.paths)),
+            )
+        return ActivationConstants(
+            era=era.id,
+            vllm_version=era.calibrated_against,
+            dense_hidden_buffers=act.dense_hidden_buffers.value,
+            dense_intermediate_buffers=act.dense_intermediate_buffers.value,
+            moe_workspace_layout=act.fused_moe.workspace_layout,
+            moe_chunk_tokens=int(act.fused_moe.chunk_tokens),
+            floor_bytes=int(act.floor_bytes.value),
+            sampler_path=path,
+            sampler_fp32_copies=act.sampler.paths[path].value,
+        )
+
+    def non_torch_constants(
+        self, vllm_version: str, *, engine: Literal["v0", "v1"] = "v1"
+    ) -> NonTorchConstants:
+        era = self.era_for(vllm_version, engine=engine)
+        return NonTorchConstants(
+            era=era.id,
+            vllm_version=era.calibrated_against,
+            base_bytes=int(era.non_torch_base_bytes.value),
+            communicator_bytes_by_world_size=self._communicator_table(),
+        )
+
+    def pre_budget_constants(self) -> PreBudgetConstants:
+        pb = self.pre_budget
+        return PreBudgetConstants(
+            vllm_version=pb.cuda_context_bytes.vllm_version,
+            cuda_context_bytes=int(pb.cuda_context_bytes.value),
+            workspace_bytes=int(pb.workspace_bytes.value),
+            communicator_bytes_by_world_size=self._communicator_table(),
+        )
+
+    def cuda_graph_constants(self) -> CudaGraphConstants:
+        cg = self.cuda_graphs
+        fams = None
+        if cg.families is not None:
+            fams = {
+                name: CudaGraphFamily(
+                    floor_bytes=int(f.floor_bytes.value),
+                    per_token_hidden_layer_bytes=f.per_token_hidden_layer_bytes.value,
+                    per_graph_bytes=int(f.per_graph_bytes.value),
+                )
+                for name, f in cg.families.items()
+            }
+        return CudaGraphConstants(
+            vllm_version=cg.flat_bytes_by_mode.vllm_version,
+            flat_bytes_by_mode={str(k): int(v) for k, v in cg.flat_bytes_by_mode.values.items()},
+            families=fams,
+        )
+
+    def _communicator_table(self) -> dict[int, int]:
+        return {
+            int(k): int(v) for k, v in self.pre_budget.communicator_bytes_by_world_size.values.items()
+        }
+
+
+_VERSION_RE = re.compile(r"^\s*v?(\d+)\.(\d+)(?:\.(\d+))?")
+
+
+def parse_vllm_version(text: str) -> tuple[int, int, int]:
+    """``"0.13.0+faa43dbf.nv26.01"`` → ``(0, 13, 0)``; suffixes (rc, dev, post, local) are ignored."""
+    m = _VERSION_RE.match(str(text))
+    if not m:
+        raise RegistryInvalid(f"not a vLLM version: {text!r}")
+    return int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)
+
+
+def parse_cost_model(mapping: Mapping[str, Any]) -> CostModel:
+    """Validate the parsed ``cost_model.yaml`` mapping into a frozen :class:`CostModel`.
+
+    Raises :class:`vmemplan.core.errors.RegistryInvalid` (never a pydantic traceback) when a key is
+    missing, unknown, of the wrong type, or a constant lacks its ``source``/``obtained`` text.
+    """
+    if not isinstance(mapping, Mapping):
+        raise RegistryInvalid("cost model registry must be a mapping at the top level")
+    # Top-level keys starting with "x-" hold YAML anchors shared by the eras; they carry no data.
+    data = {k: v for k, v in mapping.items() if not (isinstance(k, str) and k.startswith("x-"))}
+    try:
+        model = CostModel.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ())) or "<root>"
+        raise RegistryInvalid(
+            f"cost model registry invalid at {where}: {first.get('msg', 'invalid')}",
+            hint=f"{exc.error_count()} problem(s); see registry/COST_MODEL.md for the schema",
+        ) from None
+    ids = [e.id for e in model.eras]
+    if len(set(ids)) != len(ids):
+        raise RegistryInvalid("cost model registry has duplicate era ids")
+    return model
+
+
+# --------------------------------------------------------------------------- speed.yaml
+
+
+_CONSTANT_NAMES = (
+    "efficiency_compute",
+    "efficiency_bandwidth",
+    "efficiency_interconnect",
+    "allreduce_latency_s",
+    "default_interconnect_bytes_per_s",
+    "allreduce_bytes_per_element",
+)
+
+
+class SpeedConstants(BaseModel):
+    """The tunable constants of the speed model, each with the text saying where it came from."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    efficiency_compute: float = Field(gt=0, le=1)
+    efficiency_bandwidth: float = Field(gt=0, le=1)
+    efficiency_interconnect: float = Field(gt=0, le=1)
+    allreduce_latency_s: float = Field(ge=0, lt=1)
+    default_interconnect_bytes_per_s: float = Field(gt=0)
+    allreduce_bytes_per_element: int = Field(ge=1, le=8)
+    sources: dict[str, str]
+
+    @model_validator(mode="after")
+    def _every_constant_has_a_source(self) -> SpeedConstants:
+        missing = [n for n in _CONSTANT_NAMES if not str(self.sources.get(n, "")).strip()]
+        if missing:
+            raise ValueError(f"no source text for: {', '.join(missing)}")
+        extra = sorted(set(self.sources) - set(_CONSTANT_NAMES))
+        if extra:
+            raise ValueError(f"sources given for unknown constants: {', '.join(extra)}")
+        return self
+
+
+def parse_speed_constants(mapping: Mapping[str, Any]) -> SpeedConstants:
+    """Build :class:`SpeedConstants` from the parsed content of ``registry/speed.yaml``.
+
+    Expected shape: ``{"schema_version": 1, "constants": {NAME: {"value": V, "source": TEXT}}}``.
+    Pure (no file access).  Raises :class:`~vmemplan.core.errors.RegistryInvalid` on anything else.
+    """
+    hint = "see registry/speed.yaml: constants: NAME: {value: ..., source: ...}"
+    if not isinstance(mapping, Mapping):
+        raise RegistryInvalid("speed registry: top level is not a mapping", hint=hint)
+    unknown_top = sorted(set(mapping) - {"schema_version", "constants"})
+    if unknown_top:
+        raise RegistryInvalid(f"speed registry: unknown keys {unknown_top}", hint=hint)
+    if mapping.get("schema_version") != 1:
+        raise RegistryInvalid(
+            f"speed registry: schema_version {mapping.get('schema_version')!r} is not supported (expected 1)", hint=hint
+        )
+    constants = mapping.get("constants")
+    if not isinstance(constants, Mapping):
+        raise RegistryInvalid("speed registry: 'constants' is missing or not a mapping", hint=hint)
+    values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    for name, entry in constants.items():
+        if not isinstance(entry, Mapping) or set(entry) != {"value", "source"}:
+            raise RegistryInvalid(f"speed registry: {name!r} must have exactly 'value' and 'source'", hint=hint)
+        values[str(name)] = entry["value"]
+        sources[str(name)] = entry["source"] if isinstance(entry["source"], str) else ""
+    try:
+        return SpeedConstants(**values, sources=sources)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ())) or "constants"
+        raise RegistryInvalid(f"speed registry: {where}: {first.get('msg')}", hint=hint) from None
+    except TypeError as exc:  # pragma: no cover - defensive
+        raise RegistryInvalid(f"speed registry: {exc}", hint=hint) from None
