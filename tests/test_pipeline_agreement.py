@@ -100,7 +100,7 @@ def test_size_sweep_and_api_agree_to_the_byte(point):
 def test_sweep_refuses_a_context_longer_than_the_model_as_size_does():
     flags = {"model": "meta-llama/Llama-3.2-1B-Instruct", "gpu": "h100", "max_model_len": 10_000_000}
     plan, error = _plan_or_error(flags)
-    assert plan is None and "longer than the model" in error
+    assert plan is None and "greater than the derived max_model_len" in error
     ev = SweepEvaluator({"model": flags["model"], "gpu": "h100"}, registry=_registry(),
                         source=_source(flags["model"]))
     assert ev.evaluate({"max_model_len": 10_000_000}).error == error

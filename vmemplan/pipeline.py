@@ -175,9 +175,22 @@ _NOT_WEIGHTS = {"max_model_len": 0, "max_num_batched_tokens": 0, "max_num_seqs":
 
 
 def _stage_weights(req: ResolvedRequest, ctx: GraphContext, draft_tensors: list[Any]) -> tuple[WeightBreakdown, int]:
+    from vmemplan.laws.lora import lora_bytes_for
+    from vmemplan.laws.offload import offloaded_bytes_for
+
     adapter = req.adapter
-    wb = weight_bytes_per_rank(adapter.weight_tensors(ctx) + draft_tensors, model_dtype=req.dtype,
+    tensors = adapter.weight_tensors(ctx)
+    wb = weight_bytes_per_rank(tensors + draft_tensors, model_dtype=req.dtype,
                                scheme=req.quant_scheme, allocator_rounding=True)
+    # --enable-lora: the stacked adapter buffers are allocated with the weights (laws/lora.py)
+    lora_bytes, _ = lora_bytes_for(req, ctx)
+    if lora_bytes:
+        wb = replace(wb, total_bytes=wb.total_bytes + lora_bytes, by_kind={**wb.by_kind, "lora": lora_bytes})
+    # --cpu-offload-gb: whole layers' weights stay in host memory (laws/offload.py)
+    offload_bytes, _ = offloaded_bytes_for(req, ctx, tensors)
+    if offload_bytes:
+        wb = replace(wb, total_bytes=wb.total_bytes - offload_bytes,
+                     by_kind={**wb.by_kind, "cpu_offload": -offload_bytes})
     # EPLB's redundant expert copies (and its state buffers) are loaded with the weights but
     # reported apart, so that the total counts them once (vllm/distributed/eplb/eplb_state.py).
     eplb = weight_bytes_per_rank(adapter.eplb_tensors(ctx), model_dtype=req.dtype,
@@ -199,7 +212,7 @@ def model_graph(req: ResolvedRequest, weights_memo: dict[Any, tuple[WeightBreakd
             wb, eplb = _stage_weights(req, ctx, draft_tensors)
         else:
             key = (replace(ctx, **_NOT_WEIGHTS, speculative_model_config=id(ctx.speculative_model_config)),
-                   req.dtype, repr(req.quant_scheme), id(adapter))
+                   req.dtype, repr(req.quant_scheme), id(adapter), repr(req.lora), req.cpu_offload_bytes)
             if key not in weights_memo:
                 weights_memo[key] = _stage_weights(req, ctx, draft_tensors)
             wb, eplb = weights_memo[key]
@@ -216,7 +229,23 @@ def model_graph(req: ResolvedRequest, weights_memo: dict[Any, tuple[WeightBreakd
         f"{'generic decoder fallback' if adapter.fidelity == 'generic' else 'architecture adapter'}; "
         f"scheme: {scheme_text}; includes {slack:,} B of CUDA caching-allocator rounding "
         "(2 MiB segments, c10/cuda/CUDACachingAllocator.cpp)"))
+    prov.extend(_weight_term_provenance(req, stages[-1].ctx))
     return ModelGraph(tuple(stages), adapter.total_params(), tuple(prov))
+
+
+def _weight_term_provenance(req: ResolvedRequest, ctx: GraphContext) -> list[Provenance]:
+    """Where the LoRA buffers and the CPU-offloaded weights inside ``weights_bytes`` come from."""
+    from vmemplan.laws.lora import lora_bytes_for
+    from vmemplan.laws.offload import offloaded_bytes_for
+
+    out = []
+    lora_bytes, lora_text = lora_bytes_for(req, ctx)
+    if lora_text:
+        out.append(Provenance("weights_bytes.lora", lora_bytes, "exact", lora_text))
+    offload_bytes, offload_text = offloaded_bytes_for(req, ctx, req.adapter.weight_tensors(ctx))
+    if offload_text:
+        out.append(Provenance("weights_bytes.cpu_offload", -offload_bytes, "exact", offload_text))
+    return out
 
 
 # --------------------------------------------------------------------------------------------

@@ -8,7 +8,6 @@ cached, and collects every validation error across files into one :class:`Regist
 
 from __future__ import annotations
 
-import difflib
 import functools
 import os
 from pathlib import Path
@@ -16,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from vmemplan.core.errors import RegistryInvalid, UnknownGpu
+from vmemplan.core.errors import RegistryInvalid
 
 if TYPE_CHECKING:
     from vmemplan.registry_schema import CostModel, SpeedConstants
@@ -153,8 +152,11 @@ class Registry:
         rules_packs: tuple[RulesPack, ...],
         cost_model: CostModel | None,
         speed: SpeedConstants | None,
+        ambiguous: dict[str, list[str]] | None = None,
     ) -> None:
         self.root = root
+        #: family names (``a100``) that fit several GPUs: asked about, never guessed
+        self.ambiguous = dict(ambiguous or {})
         self.gpus = gpus
         self.rules_packs = rules_packs
         self.cost_model = cost_model
@@ -184,16 +186,15 @@ class Registry:
         return self.root / "models"
 
     def gpu(self, key: str) -> Gpu:
-        """Look a GPU up by id or alias, case-insensitively; suggest close ids when unknown."""
+        """Look a GPU up by id, alias or the name nvidia-smi / torch print, case- and
+        punctuation-insensitively (vmemplan/request/gpu_match.py); an ambiguous name is an error
+        listing the candidates; suggest close ids when unknown."""
         found = self._by_key.get(key.strip().lower())
-        if found is not None:
+        if found is not None and key.strip().lower() not in self.ambiguous:
             return found
-        close = difflib.get_close_matches(key.lower(), list(self._by_key), n=3, cutoff=0.5)
-        hint = f"did you mean {', '.join(close)}? " if close else ""
-        raise UnknownGpu(
-            f"unknown GPU {key!r}",
-            hint=f"{hint}run `vmemplan gpus` for the {len(self.gpus)} known GPUs",
-        )
+        from vmemplan.request.gpu_match import find_gpu
+
+        return find_gpu(self.gpus, key, ambiguous=self.ambiguous)
 
     def gpu_keys(self) -> list[str]:
         """Every id and alias, for shell completion."""
@@ -245,6 +246,7 @@ def load_registry(root: Path | None = None) -> Registry:
     errors: list[str] = []
     gpus: tuple[Gpu, ...] = ()
     data = _read_yaml(root / "gpus.yaml", errors)
+    ambiguous = (data or {}).get("ambiguous_names") if isinstance(data, dict) else None
     if data is not None:
         try:
             gpus = parse_gpus(data)
@@ -273,7 +275,8 @@ def load_registry(root: Path | None = None) -> Registry:
         raise RegistryInvalid(
             "invalid registry: " + "; ".join(errors), hint=f"fix the files under {root}"
         )
-    return Registry(root=root, gpus=gpus, rules_packs=rules_packs, cost_model=cost_model, speed=None)
+    return Registry(root=root, gpus=gpus, rules_packs=rules_packs, cost_model=cost_model, speed=None,
+                    ambiguous={str(k).lower(): list(v) for k, v in (ambiguous or {}).items()})
 
 
 def _load_bands(root: Path) -> Any:

@@ -40,7 +40,7 @@ class PlanInputs(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     model: str
-    gpu: str
+    gpu: str | None = None  # None with gpu_total_memory: a GPU known only by its memory
     gpu_memory_utilization: float | None = None
     max_model_len: int | None = Field(default=None, ge=1)
     max_num_seqs: int | None = Field(default=None, ge=1)
@@ -73,6 +73,20 @@ class PlanInputs(BaseModel):
     sampler: str | None = None
     # vLLM's --runner: "generate" (the default) or "pooling" for embedding/scoring models
     runner: str | None = None
+    # any GPU (vmemplan/request/gpu_match.py): its CUDA total, alone or over the registry's, and
+    # the memory other processes hold (vLLM's startup free-memory check)
+    gpu_total_memory: int | str | None = None
+    gpu_memory_in_use: int | str | None = None
+    # LoRA (vmemplan/laws/lora.py): the stacked adapter buffers allocated with the weights
+    enable_lora: bool | None = None
+    max_loras: int | None = Field(default=None, ge=1)
+    max_lora_rank: int | None = Field(default=None, ge=1)
+    lora_dtype: str | None = None
+    fully_sharded_loras: bool | None = None
+    # --cpu-offload-gb (vmemplan/laws/offload.py): decoder-layer weights kept in host memory
+    cpu_offload_gb: float | None = Field(default=None, ge=0)
+    # --hf-overrides: config.json edits, applied as vLLM applies them (vmemplan/request/overrides.py)
+    hf_overrides: str | dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -109,6 +123,8 @@ class ResolvedRequest:
     draft_config: Any = None  # the drafter's ModelConfig (EAGLE head / draft model), when resolved
     quant_scheme: Any = None  # vmemplan.laws.quant.QuantScheme, None for 16-bit weights
     runner: str = "generate"  # "pooling" for embedding and scoring models
+    lora: Any = None  # vmemplan.laws.lora.LoraConfig with --enable-lora
+    cpu_offload_bytes: int = 0  # --cpu-offload-gb × 2^30, where modelled
 
     @property
     def world_size(self) -> int:
@@ -166,15 +182,24 @@ def resolve(inputs: PlanInputs, *, registry: Registry | None = None, source: Mod
 def resolve_with(inputs: PlanInputs, *, registry: Registry, source: ModelSource,
                  parsed: tuple[ModelConfig, Adapter] | None = None) -> ResolvedRequest:
     """:func:`resolve` with the registry and model source already in hand (pure)."""
+    if inputs.hf_overrides:
+        from dataclasses import replace as _replace
+
+        from vmemplan.request.overrides import apply_hf_overrides
+
+        source = _replace(source, config=apply_hf_overrides(source.config, inputs.hf_overrides))
+
     with config_value_guard(source.model_id):
         return _resolve_with(inputs, registry=registry, source=source, parsed=parsed)
 
 
 def _resolve_with(inputs: PlanInputs, *, registry: Registry, source: ModelSource,
                   parsed: tuple[ModelConfig, Adapter] | None = None) -> ResolvedRequest:
-    gpu = registry.gpu(inputs.gpu)
+    from vmemplan.request.gpu_match import select_gpu
+
+    gpu, gpu_warnings = select_gpu(registry, inputs.gpu, inputs.gpu_total_memory)
     rules, version_warning = registry.rules(inputs.vllm_version)
-    warnings: list[str] = []
+    warnings: list[str] = list(gpu_warnings)
     if version_warning:
         warnings.append(version_warning)
     defaulted: list[str] = []
@@ -210,7 +235,14 @@ def _resolve_with(inputs: PlanInputs, *, registry: Registry, source: ModelSource
         raise UsageError(f"unknown --kv-cache-dtype {kv_dtype!r}", hint="one of " + ", ".join(KV_CACHE_DTYPES))
     derived_len = adapter.derived_max_model_len()
     max_model_len = pick("max_model_len", inputs.max_model_len, derived_len)
-    if max_model_len > derived_len:
+    from vmemplan.request import refusals  # vLLM's own refusals, with vLLM's messages
+
+    if inputs.max_model_len is not None:
+        refusals.check_max_model_len(max_model_len, derived_len, config.text)
+    if max_model_len > derived_len and refusals.long_max_model_len_allowed():
+        warnings.append(f"max_model_len {max_model_len} is longer than the model's {derived_len} "
+                        "(VLLM_ALLOW_LONG_MAX_MODEL_LEN=1): positions past the trained length may give NaNs")
+    elif max_model_len > derived_len:
         raise UsageError(
             f"--max-model-len {max_model_len} is longer than the model's {derived_len} tokens",
             hint="vLLM refuses this unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1; lower --max-model-len",
@@ -231,12 +263,10 @@ def _resolve_with(inputs: PlanInputs, *, registry: Registry, source: ModelSource
     if inputs.max_num_seqs is None and max_num_seqs > mnbt:
         # vllm/engine/arg_utils.py: max_num_seqs = min(max_num_seqs, max_num_batched_tokens)
         max_num_seqs = mnbt
-    if not chunked and mnbt < max_model_len:
-        raise UsageError(
-            f"--max-num-batched-tokens {mnbt} is smaller than --max-model-len {max_model_len}",
-            hint="without chunked prefill this release needs max_num_batched_tokens >= max_model_len",
-        )
+    refusals.check_scheduler(max_num_batched_tokens=int(mnbt), max_num_seqs=int(max_num_seqs),
+                             max_model_len=int(max_model_len), chunked_prefill=chunked)
 
+    refusals.check_tp_heads(int(config.num_attention_heads), int(tp))
     adapter.validate_parallel(GraphContext(tensor_parallel_size=tp, pipeline_parallel_size=pp))
     if pp > config.num_hidden_layers:
         raise UsageError(f"--pipeline-parallel-size {pp} exceeds the {config.num_hidden_layers} layers")
@@ -273,7 +303,24 @@ def _resolve_with(inputs: PlanInputs, *, registry: Registry, source: ModelSource
         kv_cache_memory_bytes = None
         warnings.append("--kv-cache-memory 0 is treated as unset by vLLM: the KV cache is sized from "
                         "--gpu-memory-utilization")
+    from vmemplan.laws.lora import lora_config_from
+
+    lora = lora_config_from(inputs)
+    if lora is not None and any(config.text.get(k) for k in ("num_experts", "n_routed_experts", "num_local_experts")):
+        warnings.append("--enable-lora on a mixture-of-experts model: the expert adapters (FusedMoEWithLoRA) are "
+                        "not modelled, so no LoRA buffers are counted and the KV pool is overstated")
+        lora = None
+    elif lora is not None:
+        warnings.append("--enable-lora: the stacked adapter buffers are counted in the weights; the extra CUDA "
+                        "graphs captured per adapter state (cudagraph_specialize_lora) and the dummy adapters of "
+                        "the profile run are not, so the CUDA-graph and activation figures are low estimates")
+    cpu_offload_bytes = int((inputs.cpu_offload_gb or 0) * 1024**3)
+    if cpu_offload_bytes and quant_scheme is not None:
+        warnings.append("--cpu-offload-gb on a quantized checkpoint is not modelled: no weights are moved off the "
+                        "GPU in this plan, so the weights are overstated and the KV pool understated")
+        cpu_offload_bytes = 0
     return ResolvedRequest(
+        lora=lora, cpu_offload_bytes=cpu_offload_bytes,
         quant_scheme=quant_scheme, runner=runner,
         inputs=inputs, source=source, config=config, adapter=adapter, gpu=gpu, rules=rules,
         vllm_version=inputs.vllm_version or rules.max_version or rules.min_version,

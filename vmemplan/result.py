@@ -142,6 +142,9 @@ class MemoryPlan:
     # simulation); not part of the JSON contract
     pool: PoolPlan | None = field(default=None, compare=False, repr=False)
     notes: tuple[str, ...] = field(default=())
+    # startup lines the request layer knows vLLM prints before the memory lines
+    # (e.g. "Auto-fit max_model_len: ..."); the log renderer prints them first
+    preface_log_lines: tuple[str, ...] = field(default=())
     # the release's rules the plan was made under (renderers read its log formats)
     rules: RulesPack | None = field(default=None, compare=False, repr=False)
     # the error band on the estimated KV figures (laws/bands.py); None for exact plans

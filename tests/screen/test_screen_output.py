@@ -91,7 +91,7 @@ def test_gpus_table_keeps_every_id_whole(width, runner, golden):
 
 def test_sweep_table_never_cuts_a_figure(width, runner, golden):
     label, columns = width
-    args = ["sweep", "meta-llama/Llama-3.1-70B", "--vary", "gpu=l40s,a100,h100", "--vary", "tp=1,2,4,8",
+    args = ["sweep", "meta-llama/Llama-3.1-70B", "--vary", "gpu=l40s,a100-80g,h100", "--vary", "tp=1,2,4,8",
             "--solve", "--min-concurrency", "64", "--request-tokens", "4000"]
     table = runner.invoke(app, args)
     assert table.exit_code == 0, table.output

@@ -128,18 +128,24 @@ class _Command(typer.core.TyperCommand):
             param.metavar = METAVARS.get(param.name, default)
 
 
-def _add(name: str, command: object) -> None:
-    app.command(name, cls=_Command)(command)  # type: ignore[arg-type]
+def _add(name: str, command: object, cls: type = _Command) -> None:
+    app.command(name, cls=cls)(command)  # type: ignore[arg-type]
 
 
+from vmemplan.cli._vllm_args import VllmCommand  # noqa: E402 - every vLLM flag, `-- vllm serve ...`
 from vmemplan.cli.registry_cmds import gpus, models  # noqa: E402
 from vmemplan.cli.size import size  # noqa: E402
 
-_add("size", size)
+
+class _PlanCommand(VllmCommand, _Command):
+    """A planning command: every vLLM flag and a pasted command, with readable help metavars."""
+
+
+_add("size", size, _PlanCommand)
 _add("gpus", gpus)
 _add("models", models)
-_add("concurrency", __import__("vmemplan.cli.concurrency", fromlist=["_"]).concurrency)
-_add("sweep", __import__("vmemplan.cli.sweep", fromlist=["_"]).sweep)
+_add("concurrency", __import__("vmemplan.cli.concurrency", fromlist=["_"]).concurrency, _PlanCommand)
+_add("sweep", __import__("vmemplan.cli.sweep", fromlist=["_"]).sweep, _PlanCommand)
 
 from vmemplan.cli.explain_log import explain_log  # noqa: E402
 

@@ -16,8 +16,16 @@ from vmemplan.cli._common import gpu_completion, model_completion
 ModelArg = Annotated[str, typer.Argument(
     help="Hub id (e.g. meta-llama/Llama-3.1-8B), a local config.json, or a model directory.",
     autocompletion=model_completion, show_default=False)]
-GpuOpt = Annotated[str, typer.Option("--gpu", help="GPU id or alias (see `vmemplan gpus`).",
-                                     autocompletion=gpu_completion, show_default=False)]
+GpuOpt = Annotated[str | None, typer.Option(
+    "--gpu", help="GPU id, alias, or the name nvidia-smi / torch print, e.g. h100, \"NVIDIA A100-SXM4-80GB\", "
+    "\"RTX 4090\" (see `vmemplan gpus`); or give --gpu-total-memory.",
+    autocompletion=gpu_completion, show_default=False)]
+GpuTotalOpt = Annotated[str | None, typer.Option(
+    "--gpu-total-memory", help="The GPU's total memory as CUDA reports it (e.g. 24G, 81559MiB): alone for a GPU "
+    "not in the registry, or over a registry GPU's (WSL, MIG).", show_default=False)]
+GpuInUseOpt = Annotated[str | None, typer.Option(
+    "--gpu-memory-in-use", help="Memory other processes already hold on the GPU (e.g. 6G): vLLM refuses to start "
+    "when what is free is less than its budget.", show_default=False)]
 UtilOpt = Annotated[float | None, typer.Option(
     "--gpu-memory-utilization", "--util", help="Fraction of the GPU vLLM may use [default: the release's].",
     show_default=False)]
@@ -174,6 +182,8 @@ ENGINE_FLAGS: dict[str, Any] = {
     "runner": RunnerOpt,
     "revision": RevisionOpt,
     "vllm_version": VersionOpt,
+    "gpu_total_memory": GpuTotalOpt,
+    "gpu_memory_in_use": GpuInUseOpt,
 }
 
 
@@ -197,6 +207,14 @@ def with_engine_flags(command: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(command)
     def wrapper(**kwargs: Any) -> Any:
         engine = {name: kwargs.pop(name, None) for name in ENGINE_FLAGS}
+        # vLLM's own flags (and a pasted `-- vllm serve ...`), parsed by vmemplan.cli._vllm_args
+        from vmemplan.cli._vllm_context import current_vllm_command
+
+        parsed = current_vllm_command()
+        if parsed is not None:
+            from vmemplan.request.engine import engine_flags
+
+            engine.update(engine_flags(parsed))
         return command(**kwargs, engine=engine)
 
     params = own + extra

@@ -107,7 +107,7 @@ def _multimodal(req: Any, images: int | None, image_size: str | None, videos: in
 @with_engine_flags
 def concurrency(
     model: ModelArg,
-    gpu: GpuOpt,
+    gpu: GpuOpt = None,
     lengths: LengthsOpt = None,
     prompt_tokens: PromptTokensOpt = None,
     output_tokens: OutputTokensOpt = None,

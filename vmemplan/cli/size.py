@@ -25,7 +25,7 @@ from vmemplan.render import OutputFormat, assert_never
 @with_engine_flags
 def size(
     model: ModelArg,
-    gpu: GpuOpt,
+    gpu: GpuOpt = None,
     request_tokens: RequestTokensOpt = None,
     output_format: OutputFormat = typer.Option(OutputFormat.table, "--format", "-f",
                                                help="table, log (vLLM's lines), json, or tree."),
@@ -42,17 +42,25 @@ def size(
     The first and the last line are the verdict: does vLLM start, its KV cache in tokens, how
     many requests of the context length run at once, and which limit binds.
 
+    Every vLLM flag of the release is accepted (as `vllm serve` parses it), and a whole command
+    after `--`; flags with no GPU-memory effect are listed, flags not modelled are warned about.
+
     Examples:
 
         vmemplan size meta-llama/Llama-3.1-8B --gpu h100 --util 0.92
 
         vmemplan size ./config.json --gpu l40s -tp 2 --format json
-    """
-    from vmemplan.api import plan_from_flags
-    from vmemplan.concurrency import headline
 
+        vmemplan size --gpu h100 -- vllm serve meta-llama/Llama-3.1-8B --max-model-len 32k --port 8000
+    """
+    from vmemplan.cli._vllm_args import current_vllm_command
+    from vmemplan.concurrency import headline
+    from vmemplan.request.engine import plan_for_command
+
+    vllm_command = current_vllm_command()  # vLLM flags beyond vmemplan's own, or a pasted command
     flags = dict(model=model, gpu=gpu, request_tokens=request_tokens, **engine)
-    plan = plan_from_flags(spinner=not quiet, **flags)
+    # plan_from_flags plus --max-model-len auto, the not-modelled warnings and vLLM's refusals
+    plan, refusal_hint = plan_for_command(vllm_command, spinner=not quiet, **flags)
     gates = None
     if min_concurrency is not None or min_kv_tokens is not None:
         from vmemplan.gates import evaluate_gates
@@ -67,7 +75,11 @@ def size(
     elif output_format is OutputFormat.json:
         from vmemplan.render.json_out import dumps, plan_json
 
-        emit(dumps(plan_json(plan, gates=gates)))
+        data = plan_json(plan, gates=gates)
+        data["vllm_args"] = (vllm_command.classes_json() if vllm_command is not None else  # additive field
+                             {"argument_table": None, "program": "flags", "modelled": [],
+                              "no_memory_effect": [], "not_modelled": [], "reasons": {}})
+        emit(dumps(data))
     elif output_format is OutputFormat.log:
         from vmemplan.render.vllm_log import log_lines
 
@@ -86,7 +98,8 @@ def size(
         from vmemplan.render.hints import fix_hint
 
         if not quiet:
-            report(f"vLLM would not start: {plan.verdict.reason}", hint=fix_hint(find_fixes(flags, plan)))
+            report(f"vLLM would not start: {plan.verdict.reason}",
+                   hint=refusal_hint or fix_hint(find_fixes(flags, plan)))
         raise typer.Exit(3)
     if gates:
         from vmemplan.cli.concurrency import fail_gates

@@ -30,7 +30,7 @@ from vmemplan.sweep import DEFAULT_MAX_POINTS
 def sweep(
     model: ModelArg,
     vary: VaryOpt,
-    gpu: str | None = typer.Option(None, "--gpu", help="GPU id or alias (or vary it: --vary gpu=l40s,a100,h100).",
+    gpu: str | None = typer.Option(None, "--gpu", help="GPU id or alias (or vary it: --vary gpu=l40s,a100-80g,h100).",
                                       autocompletion=gpu_completion, show_default=False),
     request_tokens: int | None = typer.Option(
         None, "--request-tokens", min=1, help="Also report the effective concurrency at this request length.",
@@ -54,7 +54,7 @@ def sweep(
 
         vmemplan sweep meta-llama/Llama-3.1-8B --gpu h100 --vary max-model-len=8192,16384,32768 --vary util=0.8:0.95:0.05
 
-        vmemplan sweep meta-llama/Llama-3.1-70B --vary gpu=l40s,a100,h100 --vary tp=1,2,4,8 --solve --min-concurrency 64 --request-tokens 4000
+        vmemplan sweep meta-llama/Llama-3.1-70B --vary gpu=l40s,a100-80g,h100 --vary tp=1,2,4,8 --solve --min-concurrency 64 --request-tokens 4000
     """
     from vmemplan.api import _spinner
     from vmemplan.core.units import parse_bytes
@@ -83,7 +83,7 @@ def sweep(
     both = [f for f in varied if base.get(f) is not None]
     if both:
         raise UsageError(f"--{both[0].replace('_', '-')} is both given and varied", hint="drop one of the two")
-    if gpu is None and "gpu" not in varied:
+    if gpu is None and "gpu" not in varied and engine.get("gpu_total_memory") is None:
         raise UsageError("no GPU: give --gpu or --vary gpu=…")
     target = None
     if solve or min_concurrency is not None or min_kv_tokens is not None:

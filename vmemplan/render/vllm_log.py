@@ -55,7 +55,7 @@ def log_lines(plan: MemoryPlan, rules: RulesPack | None = None) -> list[str]:
     fmt = rules.log
     kv = plan.kv_cache
     rank = plan.per_rank
-    lines: list[str] = []
+    lines: list[str] = list(plan.preface_log_lines)
     early = _startup_failure(plan, fmt)
     if early is not None:
         return [early[1]] if early[1] else []

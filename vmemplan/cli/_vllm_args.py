@@ -1,0 +1,157 @@
+"""Every vLLM flag on the planning commands, and a pasted command after ``--``.
+
+``size``, ``concurrency`` and ``sweep`` are registered with :class:`VllmCommand`: before click
+parses the command line, the tokens that are vLLM's flags (by the release's argument table,
+registry/vllm/args/) are taken out and parsed as ``vllm serve`` parses them
+(:mod:`vmemplan.request.vllm_args`); vmemplan's own options (``--gpu``, ``--format``, ...) stay
+for click.  Everything after ``--`` is a whole pasted command (``vllm serve MODEL ...``,
+``python -m vllm.entrypoints.openai.api_server --model M ...``).  The parsed command waits in
+the click context for :func:`vmemplan.cli._options.with_engine_flags` and the command.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from typer.core import TyperCommand
+
+from vmemplan.core.errors import UsageError
+
+__all__ = ["VllmCommand", "current_vllm_command", "split_vllm_args"]
+
+from vmemplan.cli._vllm_context import META_KEY, current_vllm_command  # noqa: F401 (re-exported)
+
+_NEGATIVE_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
+
+
+def _option_like(token: str) -> bool:
+    return token.startswith("-") and token != "-" and not _NEGATIVE_NUMBER.match(token)
+
+
+def _vllm_name(option: str) -> str:
+    """vLLM reads ``--flag_name`` as ``--flag-name`` (up to the first dot)."""
+    if not option.startswith("--"):
+        return option
+    head, dot, tail = option[2:].partition(".")
+    return "--" + head.replace("_", "-") + dot + tail
+
+
+def split_vllm_args(command: Any, args: list[str]) -> tuple[list[str], Any]:
+    """(the tokens click should parse, the parsed vLLM command or None)."""
+    from vmemplan.cli._options import ENGINE_FLAGS
+    from vmemplan.request.vllm_args import load_arg_table, parse_vllm_command
+
+    own: dict[str, tuple[str, bool]] = {}
+    for p in command.params:
+        if getattr(p, "param_type_name", "") == "option":
+            for s in (*p.opts, *p.secondary_opts):
+                own[s] = (p.name or "", not p.is_flag and not p.count)
+    version = None
+    for i, tok in enumerate(args):
+        if tok == "--":
+            break
+        if tok == "--vllm-version" and i + 1 < len(args):
+            version = args[i + 1]
+        elif tok.startswith("--vllm-version="):
+            version = tok.split("=", 1)[1]
+    table = load_arg_table(version)
+
+    keep: list[str] = []
+    positionals: list[str] = []
+    vllm: list[str] = []
+    pasted: list[str] | None = None
+    i = 0
+    while i < len(args):
+        tok = args[i]
+        i += 1
+        if tok == "--":
+            pasted = args[i:]
+            break
+        if tok in ("-h", "--help") or not _option_like(tok):
+            keep.append(tok)
+            if not _option_like(tok):
+                positionals.append(tok)
+            continue
+        name, eq, _ = tok.partition("=")
+        vname = _vllm_name(name)
+        mine = own.get(name)
+        vllm_exact = vname in table.by_string
+        if mine is not None and not (vllm_exact and mine[0] in ENGINE_FLAGS):
+            keep.append(tok)
+            if mine[1] and not eq and i < len(args):
+                keep.append(args[i])
+                i += 1
+            continue
+        # a vLLM flag: take it with its value(s), as vLLM's parser will
+        vllm.append(tok)
+        if name.startswith("-O") and not name.startswith("--"):
+            if name == "-O" and i < len(args) and args[i] in {"0", "1", "2", "3"}:
+                vllm.append(args[i])
+                i += 1
+            elif name.startswith("-O.") and not eq and i < len(args):
+                vllm.append(args[i])
+                i += 1
+            continue
+        if "." in vname and vname.startswith("--"):  # --json-arg.key value
+            if not eq and i < len(args):
+                vllm.append(args[i])
+                i += 1
+            continue
+        try:
+            spec = table.lookup(vname)
+        except UsageError:
+            raise
+        if spec is None:
+            import difflib
+
+            close = difflib.get_close_matches(name, [*own, *(s for s in table.by_string if s.startswith("--"))],
+                                              n=3, cutoff=0.6)
+            from vmemplan.request.vllm_args import _unknown
+
+            err = _unknown(vname, table, version)
+            if close and "no longer takes" not in err.message:
+                err = UsageError(f"no such option: {name} (neither vmemplan's nor vLLM {table.vllm_version}'s)",
+                                 hint=f"did you mean {' or '.join(close)}?")
+            raise err
+        if eq or spec.value in ("flag", "bool_optional"):
+            continue
+        if spec.value == "list":
+            while i < len(args) and args[i] != "--" and not _option_like(args[i]):
+                vllm.append(args[i])
+                i += 1
+        elif i < len(args) and args[i] != "--" and not _option_like(args[i]):
+            vllm.append(args[i])
+            i += 1
+    if pasted is None and not vllm:
+        return args, None
+    tokens = (pasted or []) + vllm
+    try:
+        # vLLM flags written before `--` apply over the pasted command's
+        parsed = parse_vllm_command(tokens, vllm_version=version)
+    except UsageError as err:
+        for tok in pasted or ():
+            name = tok.partition("=")[0]
+            if name in own and name in err.message:
+                raise UsageError(err.message, hint=f"{name} is vmemplan's option: write it before `--` "
+                                                   "(everything after `--` is the vLLM command)") from None
+        raise
+    if parsed.model:
+        if not positionals:
+            keep.insert(0, parsed.model)
+        elif positionals[0] != parsed.model:
+            raise UsageError(f"two models: {positionals[0]} and {parsed.model} (from the vLLM command)",
+                             hint="give the model once")
+    return keep, parsed
+
+
+class VllmCommand(TyperCommand):
+    """A typer command that also takes every vLLM flag and a pasted command after ``--``."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        if any(a in ("-h", "--help") for a in args[: args.index("--") if "--" in args else len(args)]):
+            return super().parse_args(ctx, args)
+        args, parsed = split_vllm_args(self, list(args))
+        if parsed is not None:
+            ctx.meta[META_KEY] = parsed
+        return super().parse_args(ctx, args)
