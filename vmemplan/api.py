@@ -10,27 +10,12 @@ The CLI is one consumer of these functions.
 
 from __future__ import annotations
 
-import contextlib
-import sys
-from collections.abc import Iterator
 from typing import Any
 
 from vmemplan.core.errors import UsageError
 from vmemplan.result import MemoryPlan
 
 __all__ = ["plan", "plan_from_flags", "resolve_request", "plan_with_request", "SpeedSetup", "speed_setup"]
-
-
-@contextlib.contextmanager
-def _spinner(message: str) -> Iterator[None]:
-    """A spinner on stderr while fetching, only when stderr is a terminal."""
-    if not sys.stderr.isatty():
-        yield
-        return
-    from rich.console import Console
-
-    with Console(stderr=True).status(message):
-        yield
 
 
 def resolve_request(*, spinner: bool = False, **flags: Any) -> Any:
@@ -55,7 +40,10 @@ def resolve_request(*, spinner: bool = False, **flags: Any) -> Any:
         first = exc.errors()[0]
         name = "--" + "-".join(str(p) for p in first["loc"]).replace("_", "-")
         raise UsageError(f"{name}: {first['msg']}", hint="vmemplan takes vLLM's flag names and values") from None
-    return resolve(inputs, progress=_spinner if spinner else None)
+    progress = None
+    if spinner:
+        from vmemplan.render.progress import spinner as progress
+    return resolve(inputs, progress=progress)
 
 
 def plan_from_flags(**flags: Any) -> MemoryPlan:

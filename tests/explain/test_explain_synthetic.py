@@ -85,7 +85,7 @@ def test_truncated_non_default_args_and_config():
         "INFO 01-01 00:00:02 [gpu_worker.py:1] Available KV cache memory: 10.00 GiB",
     ])
     s, = parse_log(text)
-    assert s.engine.non_default_args == {"model": "a/b", "max_model_len": 4096}
+    assert s.engine["non_default_args"] == {"model": "a/b", "max_model_len": 4096}
     assert s.figures.max_model_len == 4096 and s.figures.tensor_parallel_size == 1
     assert s.figures.quantization is None  # the cut value is dropped, not guessed
     assert s.figures.gpu_memory_utilization is None

@@ -56,9 +56,9 @@ def sweep(
 
         vmemplan sweep meta-llama/Llama-3.1-70B --vary gpu=l40s,a100-80g,h100 --vary tp=1,2,4,8 --solve --min-concurrency 64 --request-tokens 4000
     """
-    from vmemplan.api import _spinner
     from vmemplan.core.units import parse_bytes
     from vmemplan.registry import load_registry
+    from vmemplan.render.progress import spinner as _spinner
     from vmemplan.sources import load_model_source
     from vmemplan.sweep import OUTPUTS, SweepEvaluator, Target, flag_spec, grid_size, iter_sweep, parse_vary
     from vmemplan.sweep import solve as solve_grid
