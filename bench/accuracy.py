@@ -5,6 +5,11 @@ deployment from the log's model, GPU, flags and vLLM release alone, then compare
 weights and the available KV cache with what the log printed.
 
     python bench/accuracy.py            # the table and a summary line
+    python bench/accuracy.py --bands    # only the error-band coverage table
+
+Error bands: for every log, the band is drawn from the *other* logs' residuals in
+registry/bands.yaml (leave-one-log-out, vmemplan/laws/bands.py::band_width with exclude_log), and
+the log is covered when its logged available KV lies inside ``predicted ± half-width``.
 """
 
 from __future__ import annotations
@@ -55,11 +60,11 @@ def load_cases(path: Path = CASES) -> list[dict]:
     return yaml.safe_load(path.read_text(encoding="utf-8"))
 
 
-def plan_case(case: dict):
+def resolve_case(case: dict):
+    """The resolved request of a corpus case: the log's model, GPU, flags and release."""
     from vmemplan.registry import load_registry
     from vmemplan.resolve import PlanInputs, resolve
     from vmemplan.sources import ModelSource, load_model_source
-    from vmemplan.planner import plan_memory
 
     reg = load_registry()
     ref = case["config"]
@@ -72,7 +77,13 @@ def plan_case(case: dict):
         source = load_model_source(ref, bundled_dir=reg.models_dir)
     inputs = PlanInputs(model=source.model_id, gpu=case["gpu"], vllm_version=str(case["vllm_version"]),
                         **case.get("flags", {}))
-    return plan_memory(resolve(inputs, registry=reg, source=source))
+    return resolve(inputs, registry=reg, source=source)
+
+
+def plan_case(case: dict):
+    from vmemplan.planner import plan_memory
+
+    return plan_memory(resolve_case(case))
 
 
 def run(path: Path = CASES) -> list[Row]:
@@ -99,10 +110,85 @@ def table(rows: list[Row], title: str) -> None:
     print(f"summary: {good}/{len(rows)} logs with weights within {WEIGHTS_TOL:.1%} and available KV within {KV_TOL:.0%}")
 
 
-def main() -> int:
-    table(run(CASES), "Dense models, known GPU (issue bar: 9 in 10)")
-    print()
-    table(run(EXTENDED), "MoE, quantized, windowed and multimodal models, known GPU")
+COVERAGE_TARGET = 0.90
+HALF_WIDTH_TARGET = 0.02  # of the budget
+
+
+@dataclass
+class BandRow:
+    log: str
+    group: str
+    level: str
+    half_width_fraction: float
+    half_width_gib: float
+    covered: bool
+    excluded: str | None
+
+
+def band_rows() -> list[BandRow]:
+    """Leave-one-log-out bands for every corpus case."""
+    from vmemplan.laws.bands import band_width
+    from vmemplan.pipeline import plan_memory
+
+    rows = []
+    for path in (CASES, EXTENDED):
+        for case in load_cases(path):
+            req = resolve_case(case)
+            data = req.registry.bands
+            plan = plan_memory(req)
+            era = req.registry.cost_model.era_for(req.vllm_version, engine=req.rules.engine).id
+            width = band_width(data, era=era, family=req.adapter.family, exclude_log=case["log"])
+            requested = plan.per_rank.requested_memory_bytes
+            half = width.half_width_fraction * requested
+            logged = case["logged"]["available_kv_gib"] * GIB
+            central = plan.per_rank.available_kv_cache_bytes
+            excluded = dict(data.excluded).get(case["log"])
+            rows.append(BandRow(case["log"], f"{era}/{req.adapter.family}", width.level, width.half_width_fraction,
+                                half / GIB, central - half <= logged <= central + half, excluded))
+    return rows
+
+
+def band_table(rows: list[BandRow]) -> tuple[float, float]:
+    """Print coverage and median half-width per group; return the overall pair."""
+    from statistics import median
+
+    inside = [r for r in rows if r.excluded is None]
+    print("Error bands, leave-one-log-out (a log never calibrates its own band)")
+    print(f"{'group (era/family)':<24} {'logs':>4} {'covered':>7} {'coverage':>8} {'median half-width':>18} "
+          f"{'(GiB)':>7}  band level")
+    groups: dict[str, list[BandRow]] = {}
+    for r in inside:
+        groups.setdefault(r.group, []).append(r)
+    for g, rs in sorted(groups.items()):
+        cov = sum(r.covered for r in rs) / len(rs)
+        print(f"{g:<24} {len(rs):>4} {sum(r.covered for r in rs):>7} {cov:>8.0%} "
+              f"{median(r.half_width_fraction for r in rs):>17.2%} {median(r.half_width_gib for r in rs):>7.2f}  "
+              + ", ".join(sorted({r.level for r in rs})))
+    coverage = sum(r.covered for r in inside) / len(inside)
+    med = median(r.half_width_fraction for r in inside)
+    print(f"{'all':<24} {len(inside):>4} {sum(r.covered for r in inside):>7} {coverage:>8.0%} {med:>17.2%} "
+          f"{median(r.half_width_gib for r in inside):>7.2f}")
+    for r in rows:
+        if not r.covered and r.excluded is None:
+            print(f"  outside its band: {r.log} ({r.group}, half-width {r.half_width_fraction:.2%})")
+    for r in rows:
+        if r.excluded is not None:
+            print(f"  not counted (outside the cost model's scope): {r.log}: {r.excluded}; "
+                  f"{'inside' if r.covered else 'outside'} its band")
+    ok = coverage >= COVERAGE_TARGET and med <= HALF_WIDTH_TARGET
+    print(f"band summary: coverage {coverage:.0%} (target >= {COVERAGE_TARGET:.0%}), median half-width "
+          f"{med:.2%} of the budget (target <= {HALF_WIDTH_TARGET:.0%}): {'met' if ok else 'NOT met'}")
+    return coverage, med
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if "--bands" not in argv:
+        table(run(CASES), "Dense models, known GPU (issue bar: 9 in 10)")
+        print()
+        table(run(EXTENDED), "MoE, quantized, windowed and multimodal models, known GPU")
+        print()
+    band_table(band_rows())
     return 0
 
 

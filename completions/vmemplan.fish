@@ -15,6 +15,7 @@ complete -c vmemplan -n '__fish_seen_subcommand_from size' -l format -x -a 'tabl
 complete -c vmemplan -n '__fish_seen_subcommand_from size' -s f -x -a 'table log json tree'
 complete -c vmemplan -n '__fish_seen_subcommand_from size' -l min-concurrency -x
 complete -c vmemplan -n '__fish_seen_subcommand_from size' -l min-kv-tokens -x
+complete -c vmemplan -n '__fish_seen_subcommand_from size' -l gate-on -x -a 'central low'
 complete -c vmemplan -n '__fish_seen_subcommand_from size' -l gpu-memory-utilization -x
 complete -c vmemplan -n '__fish_seen_subcommand_from size' -l util -x
 complete -c vmemplan -n '__fish_seen_subcommand_from size' -l max-model-len -x
@@ -80,6 +81,7 @@ complete -c vmemplan -n '__fish_seen_subcommand_from concurrency' -l arrival-rat
 complete -c vmemplan -n '__fish_seen_subcommand_from concurrency' -l seed -x
 complete -c vmemplan -n '__fish_seen_subcommand_from concurrency' -l min-concurrency -x
 complete -c vmemplan -n '__fish_seen_subcommand_from concurrency' -l min-kv-tokens -x
+complete -c vmemplan -n '__fish_seen_subcommand_from concurrency' -l gate-on -x -a 'central low'
 complete -c vmemplan -n '__fish_seen_subcommand_from concurrency' -l format -x -a 'table json'
 complete -c vmemplan -n '__fish_seen_subcommand_from concurrency' -s f -x -a 'table json'
 complete -c vmemplan -n '__fish_seen_subcommand_from concurrency' -l gpu-memory-utilization -x
@@ -130,6 +132,7 @@ complete -c vmemplan -n '__fish_seen_subcommand_from sweep' -l gpu -x -a '3090 4
 complete -c vmemplan -n '__fish_seen_subcommand_from sweep' -l request-tokens -x
 complete -c vmemplan -n '__fish_seen_subcommand_from sweep' -l min-concurrency -x
 complete -c vmemplan -n '__fish_seen_subcommand_from sweep' -l min-kv-tokens -x
+complete -c vmemplan -n '__fish_seen_subcommand_from sweep' -l gate-on -x -a 'central low'
 complete -c vmemplan -n '__fish_seen_subcommand_from sweep' -l chart -x -a 'weights_bytes available_kv_cache_bytes kv_cache_tokens max_concurrency num_blocks concurrency_at_request_tokens'
 complete -c vmemplan -n '__fish_seen_subcommand_from sweep' -l chart-x -x
 complete -c vmemplan -n '__fish_seen_subcommand_from sweep' -l format -x -a 'table csv json'

@@ -55,7 +55,7 @@ def test_wheel_is_named_after_the_version(dists: dict[str, Path]) -> None:
 
 
 def test_wheel_holds_the_registry(wheel_names: set[str]) -> None:
-    for name in ("gpus.yaml", "cost_model.yaml", "speed.yaml", "models/aliases.yaml", "models/provenance.yaml",
+    for name in ("gpus.yaml", "cost_model.yaml", "bands.yaml", "speed.yaml", "models/aliases.yaml", "models/provenance.yaml",
                  "models/meta-llama--Llama-3.1-8B.json"):
         assert f"vmemplan/_registry/{name}" in wheel_names, name
     packs = {n for n in wheel_names if n.startswith("vmemplan/_registry/vllm/") and n.endswith(".yaml")}

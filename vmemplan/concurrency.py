@@ -338,6 +338,9 @@ class Headline:
     max_num_seqs: int
     reason: str | None = None
     max_model_len_that_fits: int | None = None
+    # the error band (vmemplan/laws/bands.py): the verdict's tri-state and the KV tokens' range
+    outcome: str | None = None
+    kv_cache_tokens_range: tuple[int, int] | None = None
 
 
 def headline(plan: Any, context_tokens: int | None = None) -> Headline:
@@ -345,12 +348,15 @@ def headline(plan: Any, context_tokens: int | None = None) -> Headline:
     e = plan.engine
     tokens = int(context_tokens or e.max_model_len)
     v = plan.verdict
+    band = getattr(plan, "band", None)
+    rng = tuple(band.tokens_range) if band is not None else None
     if not v.starts:
         return Headline(False, plan.kv_cache.tokens, tokens, 0, None, int(e.max_num_seqs), v.reason,
-                        v.max_model_len_that_fits)
+                        v.max_model_len_that_fits, v.outcome, rng)
     rep = report_from_plan(plan, [RequestShape(tokens, tokens)], reference_tokens=tokens)
     row = rep.rows[0]
-    return Headline(True, plan.kv_cache.tokens, tokens, row.effective, row.binding, int(e.max_num_seqs))
+    return Headline(True, plan.kv_cache.tokens, tokens, row.effective, row.binding, int(e.max_num_seqs),
+                    outcome=v.outcome, kv_cache_tokens_range=rng)
 
 
 @dataclass(frozen=True)

@@ -21,26 +21,39 @@ class Gate:
     value: int
     ok: bool
     request_tokens: int | None = None  # the request length a concurrency gate is counted at
+    on: str = "central"  # "low": read at the error band's low end (--gate-on low)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name, "target": self.target, "value": self.value, "ok": self.ok}
         if self.request_tokens is not None:
             out["request_tokens"] = self.request_tokens
+        if self.on != "central":
+            out["on"] = self.on
         return out
 
 
 def evaluate_gates(plan: Any, *, min_concurrency: int | None, min_kv_tokens: int | None,
-                   request_tokens: int) -> tuple[Gate, ...]:
-    """The gates given, in flag order.  A plan that does not start reaches 0 of everything."""
+                   request_tokens: int, gate_on: str = "central") -> tuple[Gate, ...]:
+    """The gates given, in flag order.  A plan that does not start reaches 0 of everything.
+
+    ``gate_on="low"`` reads the plan at its error band's low end (vmemplan/laws/bands.py::
+    low_end); a plan that may not start there reaches 0."""
     from vmemplan.concurrency import concurrency_at
 
+    starts = plan.verdict.starts
+    if gate_on == "low":
+        from vmemplan.laws.bands import low_end
+
+        starts = starts and plan.verdict.outcome in (None, "starts")
+        plan = low_end(plan)
     gates = []
     if min_concurrency is not None:
-        have = concurrency_at(plan, request_tokens) if plan.verdict.starts else 0
-        gates.append(Gate("min_concurrency", min_concurrency, have, have >= min_concurrency, request_tokens))
+        have = concurrency_at(plan, request_tokens) if starts else 0
+        gates.append(Gate("min_concurrency", min_concurrency, have, have >= min_concurrency, request_tokens,
+                          gate_on))
     if min_kv_tokens is not None:
-        have = plan.kv_cache.tokens if plan.verdict.starts else 0
-        gates.append(Gate("min_kv_tokens", min_kv_tokens, have, have >= min_kv_tokens))
+        have = plan.kv_cache.tokens if starts else 0
+        gates.append(Gate("min_kv_tokens", min_kv_tokens, have, have >= min_kv_tokens, on=gate_on))
     return tuple(gates)
 
 

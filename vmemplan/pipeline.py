@@ -41,7 +41,8 @@ from vmemplan.laws.kv_pool import (
     size_pool,
 )
 from vmemplan.laws.weights import WeightBreakdown, weight_bytes_per_rank
-from vmemplan.result import EngineSettings, KvCacheSummary, KvGroup, MemoryPlan, PerRank, Provenance, Verdict
+from vmemplan.plan_result import assemble
+from vmemplan.result import MemoryPlan, PerRank, Provenance, Verdict
 
 if TYPE_CHECKING:
     from vmemplan.laws.activation import ActivationEstimate
@@ -304,6 +305,25 @@ def _profile_tokens(req: ResolvedRequest) -> int:
     return req.max_num_batched_tokens
 
 
+def _moe_shape(req: ResolvedRequest) -> Any:
+    """The MoE shapes the fused-MoE workspaces are sized by (laws/activation.py::MoeShape).
+
+    Expert widths are split over the tensor-parallel ranks, or kept whole under expert
+    parallelism (vllm/model_executor/layers/fused_moe/config.py::FusedMoEParallelConfig.make)."""
+    from vmemplan.laws.activation import moe_shape_from_config
+
+    text = req.config.text
+    def _n(key: str) -> int:
+        v = text.get(key)
+        return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else 0
+    dense_layers = (_n("first_k_dense_replace") > 0 or _n("interleave_moe_layer_step") > 1
+                    or _n("decoder_sparse_step") > 1 or _n("moe_layer_freq") > 1
+                    or _n("expert_layer_period") > 1 or bool(text.get("mlp_only_layers")))
+    moe_tp = 1 if req.inputs.enable_expert_parallel else req.tensor_parallel_size
+    return moe_shape_from_config(text, moe_tp_size=moe_tp, hidden_size=req.config.hidden_size,
+                                 dense_layers=dense_layers)
+
+
 def _activation(req: ResolvedRequest, graph: ModelGraph, prov: list[Provenance]) -> ActivationEstimate:
     from vmemplan.laws import activation as act_law
 
@@ -320,7 +340,7 @@ def _activation(req: ResolvedRequest, graph: ModelGraph, prov: list[Provenance])
         tensor_parallel_size=req.tensor_parallel_size, max_num_batched_tokens=profile_tokens,
         max_num_seqs=req.max_num_seqs, dtype_bytes=width,
         constants=cost.activation_constants(version, engine=engine, sampler_path=req.inputs.sampler),
-        extra_model_buffers_bytes=extra_act,
+        extra_model_buffers_bytes=extra_act, moe=_moe_shape(req) if adapter.family == "moe" else None,
     )
     if req.runner == "pooling":
         # A pooling (embedding, scoring) model's profile run ends in the pooler, not the
@@ -543,86 +563,6 @@ def verdict(req: ResolvedRequest, over: Overheads, bud: Budget, kv_pool: PoolPla
                               f"of KV cache, more than the {format_gib(fullest.available_kv_cache_bytes)} GiB available",
                        kv_pool.estimated_max_model_len)
     return Verdict(starts=True)
-
-
-# --------------------------------------------------------------------------------------------
-# Step 7: the frozen result
-# --------------------------------------------------------------------------------------------
-
-
-def _kv_summary(req: ResolvedRequest, kv_pool: PoolPlan) -> KvCacheSummary:
-    groups = tuple(KvGroup(**g) for g in kv_pool.groups_summary())
-    tokens = req.inputs.request_tokens
-    return KvCacheSummary(
-        bytes_per_token=kv_pool.bytes_per_token,
-        block_size=min((g.block_size for g in groups), default=req.block_size),
-        page_size_bytes=kv_pool.block_bytes,
-        num_blocks=kv_pool.num_blocks,
-        tokens=kv_pool.kv_cache_tokens,
-        max_concurrency=kv_pool.max_concurrency,
-        groups=groups,
-        sequence_fixed_bytes=kv_pool.sequence_fixed_bytes(),
-        sequence_admission_bytes=kv_pool.sequence_admission_bytes(),
-        request_bytes=kv_pool.request_bytes(tokens) if tokens else None,
-        request_tokens=tokens,
-        needed_bytes=kv_pool.needed_bytes,
-        cache_dtype=req.kv_cache_dtype,
-        no_bytes_per_token_reason=None if kv_pool.bytes_per_token is not None else _no_per_token_reason(kv_pool),
-    )
-
-
-def _no_per_token_reason(kv_pool: PoolPlan) -> str:
-    """Why the pool has no single bytes-per-token figure, with what does grow: the growing
-    caches' record bytes a context token (e.g. DeepSeek-V4.1-Flash's 1,790, seed 002)."""
-    own = kv_pool.own_variable_bytes_per_token()
-    if own:
-        return ("part of what a request holds does not grow with its length (window rings, state pages); "
-                f"the growing caches hold {float(own):,.0f} bytes a token (records, before page padding)")
-    return "; ".join(kv_pool.notes) or "part of what a request holds does not grow with its length"
-
-
-def _pool_provenance(req: ResolvedRequest, kv_pool: PoolPlan) -> list[Provenance]:
-    exactness = "exact" if req.kv_cache_memory_bytes else "estimated"
-    prov = [
-        Provenance("kv_cache.num_blocks", kv_pool.num_blocks, exactness,
-                   "available // block bytes per layer group (vllm/v1/core/kv_cache_utils.py::get_num_blocks)"),
-        Provenance("kv_cache.tokens", kv_pool.kv_cache_tokens, exactness,
-                   f"{req.rules.kv_cache.tokens_formula} ({req.rules.id})"),
-    ]
-    if kv_pool.bytes_per_token is not None:
-        prov.append(Provenance("kv_cache.bytes_per_token", kv_pool.bytes_per_token, "exact",
-                               "2 × max(1, kv_heads ÷ tp) × head_dim × cache dtype bytes × layers"))
-    for note in kv_pool.notes:
-        prov.append(Provenance("kv_cache.groups", note, "exact", "vllm/v1/core/kv_cache_utils.py::get_kv_cache_groups"))
-    return prov
-
-
-def engine_settings(req: ResolvedRequest, over: Overheads) -> EngineSettings:
-    return EngineSettings(
-        tensor_parallel_size=req.tensor_parallel_size, pipeline_parallel_size=req.pipeline_parallel_size,
-        max_model_len=req.max_model_len, max_num_seqs=req.max_num_seqs,
-        max_num_batched_tokens=req.max_num_batched_tokens, block_size=req.block_size,
-        kv_cache_dtype=req.kv_cache_dtype, dtype=req.dtype, gpu_memory_utilization=req.gpu_memory_utilization,
-        enforce_eager=req.enforce_eager, enable_prefix_caching=req.enable_prefix_caching,
-        kv_cache_memory_bytes=req.kv_cache_memory_bytes, cudagraph_mode=over.cudagraph_mode,
-        cudagraph_capture_sizes=len(over.capture_sizes), runner=req.runner,
-    )
-
-
-def assemble(req: ResolvedRequest, graph: ModelGraph, over: Overheads, bud: Budget, kv_pool: PoolPlan,
-             result: Verdict, warnings: tuple[str, ...] = ()) -> MemoryPlan:
-    """Put the steps' figures and their provenance into one frozen :class:`MemoryPlan`."""
-    prov = (*graph.provenance, *over.provenance, *bud.provenance, *_pool_provenance(req, kv_pool))
-    cfg = req.config
-    return MemoryPlan(
-        model_id=req.source.model_id, model_source=req.source.source, architecture=cfg.architecture or cfg.model_type,
-        gpu_id=req.gpu.id, gpu_name=req.gpu.name, gpu_total_memory_bytes=bud.total_bytes,
-        vllm_version=req.vllm_version, rules_pack=req.rules.id, engine=engine_settings(req, over),
-        defaulted=req.defaulted, per_rank=bud.fullest, kv_cache=_kv_summary(req, kv_pool), verdict=result,
-        provenance=tuple(prov), warnings=tuple(req.warnings) + tuple(warnings),
-        ranks=bud.ranks if req.pipeline_parallel_size > 1 else (), parameters=graph.parameters, pool=kv_pool,
-        notes=tuple(req.source.notes) + tuple(req.notes), rules=req.rules,
-    )
 
 
 def tail(req: ResolvedRequest, graph: ModelGraph, over: Overheads, measured: Measured | None = None,

@@ -94,10 +94,21 @@ class SamplerRegistry(_Strict):
         return self.default_path
 
 
+class FusedMoeRegistry(_Strict):
+    """How one release era's fused-MoE call lays out its workspaces (read from vLLM's code)."""
+
+    workspace_layout: Literal["fused_experts_impl", "modular"]
+    chunk_tokens: int = Field(ge=0)  # VLLM_FUSED_MOE_CHUNK_SIZE's default; 0 = no chunking
+    source: str = Field(min_length=1)
+    obtained: str = Field(min_length=1)
+    vllm_version: str = Field(min_length=1)
+    calibrated_by: str = Field(min_length=1)  # corpus logs that check it, or "none"
+
+
 class ActivationRegistry(_Strict):
     dense_hidden_buffers: Constant
     dense_intermediate_buffers: Constant
-    moe_buffers_by_tp: ConstantTable
+    fused_moe: FusedMoeRegistry
     floor_bytes: Constant
     sampler: SamplerRegistry
 
@@ -188,7 +199,8 @@ class CostModel(_Strict):
             vllm_version=era.calibrated_against,
             dense_hidden_buffers=act.dense_hidden_buffers.value,
             dense_intermediate_buffers=act.dense_intermediate_buffers.value,
-            moe_buffers_by_tp={int(k): float(v) for k, v in act.moe_buffers_by_tp.values.items()},
+            moe_workspace_layout=act.fused_moe.workspace_layout,
+            moe_chunk_tokens=int(act.fused_moe.chunk_tokens),
             floor_bytes=int(act.floor_bytes.value),
             sampler_path=path,
             sampler_fp32_copies=act.sampler.paths[path].value,

@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
+    from vmemplan.laws.bands import KvBand
     from vmemplan.laws.kv_pool import PoolPlan
     from vmemplan.rules import RulesPack
 
@@ -82,9 +83,14 @@ class KvCacheSummary:
 
 @dataclass(frozen=True)
 class Verdict:
+    """``starts``: the central estimate starts.  ``outcome`` adds the error band: "starts" only
+    when the band's low end starts too, "may_not_start" when the band straddles the line,
+    "does_not_start" when even its high end fails (exact plans: as ``starts`` says)."""
+
     starts: bool
     reason: str | None = None
     max_model_len_that_fits: int | None = None
+    outcome: Literal["starts", "may_not_start", "does_not_start"] | None = None
 
 
 @dataclass(frozen=True)
@@ -141,6 +147,8 @@ class MemoryPlan:
     preface_log_lines: tuple[str, ...] = field(default=())
     # the release's rules the plan was made under (renderers read its log formats)
     rules: RulesPack | None = field(default=None, compare=False, repr=False)
+    # the error band on the estimated KV figures (laws/bands.py); None for exact plans
+    band: KvBand | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The data of the JSON contract (``render.json_out.plan_json`` adds the rendered log lines)."""
@@ -164,4 +172,17 @@ class MemoryPlan:
         }
         if self.ranks:
             out["ranks"] = [asdict(r) for r in self.ranks]
+        if self.band is not None:
+            b = self.band
+            per_rank["available_kv_cache_bytes_range"] = list(b.available_kv_cache_bytes_range)
+            for r in out.get("ranks", ()):  # every stage's figure carries the same half-width
+                r["available_kv_cache_bytes_range"] = [r["available_kv_cache_bytes"] - b.half_width_bytes,
+                                                       r["available_kv_cache_bytes"] + b.half_width_bytes]
+            kv["num_blocks_range"] = list(b.num_blocks_range)
+            kv["tokens_range"] = list(b.tokens_range)
+            kv["max_concurrency_range"] = list(b.max_concurrency_range)
+            out["band"] = {"half_width_bytes": b.half_width_bytes,
+                           "half_width_fraction_of_budget": b.width.half_width_fraction,
+                           "level": b.width.level, "group": b.width.group, "logs": len(b.width.logs),
+                           "source": "registry bands.yaml (bench/calibrate_bands.py)"}
         return out

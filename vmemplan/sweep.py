@@ -244,6 +244,10 @@ class SweepPoint:
     concurrency_at_request_tokens: int | None = None
     error: str | None = None
     reason: str | None = None
+    # the error band's low end (None for exact plans) and the verdict's tri-state (laws/bands.py)
+    kv_cache_tokens_low: int | None = None
+    concurrency_at_request_tokens_low: int | None = None
+    outcome: str | None = None
 
     def output(self, name: str) -> Any:
         if name not in OUTPUTS:
@@ -255,7 +259,8 @@ class SweepPoint:
         out.update(weights_bytes=self.weights_bytes, available_kv_cache_bytes=self.available_kv_cache_bytes,
                    kv_cache_tokens=self.kv_cache_tokens, max_concurrency=self.max_concurrency, starts=self.starts,
                    num_blocks=self.num_blocks, concurrency_at_request_tokens=self.concurrency_at_request_tokens,
-                   error=self.error, reason=self.reason)
+                   error=self.error, reason=self.reason, kv_cache_tokens_low=self.kv_cache_tokens_low,
+                   concurrency_at_request_tokens_low=self.concurrency_at_request_tokens_low, outcome=self.outcome)
         return out
 
 
@@ -383,14 +388,20 @@ class SweepEvaluator:
         return plan, shape
 
     def _evaluate(self, point: Mapping[str, Any]) -> SweepPoint:
+        from vmemplan.laws.bands import low_end
+
         plan, shape = self._plan(self._inputs(point))
         kv = plan.kv_cache
+        low = low_end(plan) if plan.band is not None else None
         return SweepPoint(values=dict(point), weights_bytes=plan.per_rank.weights_bytes,
                           available_kv_cache_bytes=plan.per_rank.available_kv_cache_bytes,
                           kv_cache_tokens=kv.tokens, max_concurrency=kv.max_concurrency,
                           starts=plan.verdict.starts, num_blocks=kv.num_blocks,
                           concurrency_at_request_tokens=self._concurrency(plan, shape),
-                          reason=plan.verdict.reason)
+                          reason=plan.verdict.reason,
+                          kv_cache_tokens_low=low.kv_cache.tokens if low is not None else None,
+                          concurrency_at_request_tokens_low=self._concurrency(low, shape) if low is not None else None,
+                          outcome=plan.verdict.outcome)
 
 
 def iter_sweep(evaluator: SweepEvaluator, varies: Sequence[Vary],
@@ -426,6 +437,7 @@ class Target:
     min_concurrency: int | None = None
     request_tokens: int | None = None
     min_kv_tokens: int | None = None
+    gate_on: str = "central"  # "low": read the error band's low end; a plan that may not start fails
 
     def __post_init__(self) -> None:
         if self.min_concurrency is None and self.min_kv_tokens is None:
@@ -448,9 +460,16 @@ class Target:
     def met(self, p: SweepPoint) -> bool:
         if not p.starts or p.error:
             return False
-        if self.min_concurrency is not None and (p.concurrency_at_request_tokens or 0) < self.min_concurrency:
+        low = self.gate_on == "low"
+        if low and p.outcome == "may_not_start":
             return False
-        if self.min_kv_tokens is not None and (p.kv_cache_tokens or 0) < self.min_kv_tokens:
+        conc = p.concurrency_at_request_tokens
+        tokens = p.kv_cache_tokens
+        if low and p.kv_cache_tokens_low is not None:
+            conc, tokens = p.concurrency_at_request_tokens_low, p.kv_cache_tokens_low
+        if self.min_concurrency is not None and (conc or 0) < self.min_concurrency:
+            return False
+        if self.min_kv_tokens is not None and (tokens or 0) < self.min_kv_tokens:
             return False
         return True
 

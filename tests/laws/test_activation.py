@@ -5,7 +5,13 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vmemplan.laws.activation import ActivationConstants, activation_peak_bytes
+from vmemplan.laws.activation import (
+    ActivationConstants,
+    MoeShape,
+    activation_peak_bytes,
+    moe_forward_bytes,
+    moe_shape_from_config,
+)
 
 GIB = 1 << 30
 
@@ -15,7 +21,8 @@ C033 = ActivationConstants(
     vllm_version="0.33.0",
     dense_hidden_buffers=3,
     dense_intermediate_buffers=3,
-    moe_buffers_by_tp={1: 22, 2: 13, 4: 10, 8: 10},
+    moe_workspace_layout="modular",
+    moe_chunk_tokens=0,
     floor_bytes=70 * (1 << 20),
     sampler_path="triton",
     sampler_fp32_copies=3,
@@ -69,14 +76,60 @@ def test_floor_applies_to_tiny_budgets():
     assert est.forward_bytes == 73_400_320
 
 
-def test_moe_uses_aiconfigurator_prior():
+# Qwen3-30B-A3B: hidden 2048, 128 experts of intermediate 768, top-8, no shared experts.
+QWEN3_30B = MoeShape(hidden_size=2048, num_experts=128, top_k=8, expert_intermediate=768)
+
+
+def test_moe_modular_unchunked_by_hand():
+    """0.28+ (modular kernel, no chunking), T = 8192:
+    workspace13 = 8192*8*max(768, 2048) = 134,217,728 el (holds the 8192*2048 output too);
+    workspace2  = 8192*8*max(1536, 2048) = 134,217,728 el  -> 536,870,912 B at 2 B;
+    router logits 8192*128*2 = 2,097,152 B; top-k weights/ids/indices 8192*8*12 = 786,432 B;
+    3 hidden rows 8192*3*2048*2 = 100,663,296 B.  Total 640,417,792 B."""
     est = activation_peak_bytes(
         family="moe", hidden_size=2048, num_attention_heads=32, head_dim=128, intermediate_size=768,
-        vocab_size=151936, tensor_parallel_size=4, max_num_batched_tokens=8192, max_num_seqs=1,
-        dtype_bytes=2, constants=C033,
+        vocab_size=151936, tensor_parallel_size=1, max_num_batched_tokens=8192, max_num_seqs=1,
+        dtype_bytes=2, constants=C033, moe=QWEN3_30B,
     )
-    # C_moe[tp 4] = 10; width = 32 x 128 = 4096 -> 10 x 8192 x 4096 x 2 = 671,088,640
-    assert est.forward_bytes == 671_088_640
+    assert est.forward_bytes == 640_417_792
+    assert est.peak_bytes == 640_417_792  # one sampler row is far smaller
+
+
+def test_moe_fused_experts_impl_by_hand():
+    """0.10-0.16 (fused_experts_impl, in place): cache13 8192*8*max(1536, 2048) + cache2 8192*8*768
+    = 184,549,376 el = 369,098,752 B; + router 2,097,152 + top-k 786,432 + hidden 100,663,296."""
+    c = C033.model_copy(update={"moe_workspace_layout": "fused_experts_impl", "moe_chunk_tokens": 16384})
+    fwd, _ = moe_forward_bytes(QWEN3_30B, tokens=8192, dtype_bytes=2, constants=c)
+    assert fwd == 369_098_752 + 2_097_152 + 786_432 + 100_663_296
+
+
+def test_moe_modular_chunked_keeps_output_apart():
+    """T = 32768 over 16384-token chunks: workspace13 16384*8*2048 plus the separate 32768*2048 output,
+    workspace2 16384*8*2048 -> 603,979,776 el = 1,207,959,552 B; router 8,388,608; top-k 3,145,728;
+    hidden 402,653,184.  Total 1,622,147,072 B."""
+    c = C033.model_copy(update={"moe_chunk_tokens": 16384})
+    fwd, _ = moe_forward_bytes(QWEN3_30B, tokens=32768, dtype_bytes=2, constants=c)
+    assert fwd == 1_622_147_072
+
+
+def test_moe_adjacent_layouts_within_2x():
+    """The two workspace layouts never differ by 2x for the same model and tokens."""
+    impl = C033.model_copy(update={"moe_workspace_layout": "fused_experts_impl", "moe_chunk_tokens": 16384})
+    for shape in (QWEN3_30B, MoeShape(hidden_size=2880, num_experts=32, top_k=4, expert_intermediate=2880),
+                  MoeShape(hidden_size=4096, num_experts=8, top_k=2, expert_intermediate=14336 // 2)):
+        for t in (256, 2048, 8192, 16384):
+            a, _ = moe_forward_bytes(shape, tokens=t, dtype_bytes=2, constants=impl)
+            b, _ = moe_forward_bytes(shape, tokens=t, dtype_bytes=2, constants=C033)
+            assert 0.5 < a / b < 2
+
+
+def test_moe_shape_from_config_reads_shared_and_tp():
+    cfg = {"n_routed_experts": 256, "num_experts_per_tok": 8, "moe_intermediate_size": 2048,
+           "n_shared_experts": 1, "intermediate_size": 18432}
+    s = moe_shape_from_config(cfg, moe_tp_size=8, hidden_size=7168, dense_layers=True)
+    assert (s.num_experts, s.top_k, s.expert_intermediate, s.shared_intermediate, s.dense_intermediate) == (
+        256, 8, 256, 256, 2304)
+    assert moe_shape_from_config({"intermediate_size": 1}, moe_tp_size=1, hidden_size=8) is None
 
 
 def test_extra_model_buffers_add_to_forward():

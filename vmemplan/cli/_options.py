@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import functools
 import inspect
 import typing
@@ -68,6 +69,14 @@ MinConcurrencyOpt = Annotated[int | None, typer.Option(
 MinKvTokensOpt = Annotated[int | None, typer.Option(
     "--min-kv-tokens", min=1, help="Gate: fail (exit 3) unless the KV cache holds this many tokens.",
     show_default=False)]
+class GateOn(str, enum.Enum):
+    central = "central"
+    low = "low"
+
+
+GateOnOpt = Annotated[GateOn, typer.Option(
+    "--gate-on", help="Which end of the error band the gates (--min-concurrency, --min-kv-tokens) read: "
+    "central (the estimate) or low (the band's low end; a plan that may not start then fails).")]
 ReferenceTokensOpt = Annotated[int | None, typer.Option(
     "--request-tokens", min=1, help="Request length (prompt + output) the binding limit and the gates are read at "
     "[default: prompt + output, else max_model_len].", show_default=False)]

@@ -10,6 +10,8 @@ import typer
 from vmemplan.cli._common import console, emit, reports_errors
 from vmemplan.cli._options import (
     ArrivalOpt,
+    GateOn,
+    GateOnOpt,
     GpuOpt,
     ImageSizeOpt,
     ImagesOpt,
@@ -121,6 +123,7 @@ def concurrency(
     seed: SeedOpt = 0,
     min_concurrency: MinConcurrencyOpt = None,
     min_kv_tokens: MinKvTokensOpt = None,
+    gate_on: GateOnOpt = GateOn.central,
     output_format: ConcurrencyFormat = typer.Option(ConcurrencyFormat.table, "--format", "-f", help="table or json."),
     no_color: NoColorOpt = False,
     *,
@@ -194,14 +197,15 @@ def concurrency(
     from vmemplan.gates import evaluate_gates
 
     gates = evaluate_gates(plan, min_concurrency=min_concurrency, min_kv_tokens=min_kv_tokens,
-                           request_tokens=request_tokens or reference)
+                           request_tokens=request_tokens or reference, gate_on=gate_on.value)
     if output_format is ConcurrencyFormat.json:
         from vmemplan.render.concurrency import concurrency_json
         from vmemplan.render.json_out import dumps
 
         data = concurrency_json(report, plan, simulation=sim_json, speed=speed_rows, mm=mm_info)
         data["speed_model"] = {"estimate": True, "notes": list(setup.notes), "unavailable": setup.reason}
-        data["verdict"] = {"starts": plan.verdict.starts, "reason": plan.verdict.reason}
+        data["verdict"] = {"starts": plan.verdict.starts, "reason": plan.verdict.reason,
+                           "outcome": plan.verdict.outcome}
         data["gates"] = [g.to_json() for g in gates]
         emit(dumps(data))
     elif output_format is ConcurrencyFormat.table:
@@ -249,6 +253,8 @@ def fail_gates(gates: Any, *, model: str | None = None, gpu: str | None = None,
                        f"fewer than --min-concurrency {g.target:,}")
         else:
             message = f"target not met: the KV cache holds {g.value:,} tokens, fewer than --min-kv-tokens {g.target:,}"
+        if g.on == "low":
+            message += " (at the error band's low end, --gate-on low)"
         hint = "a sweep finds flags that meet it"
         if model and gpu:
             hint = "find flags that meet it: " + solve_command(model, gpu, engine or {}, gates)

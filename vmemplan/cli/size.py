@@ -8,6 +8,8 @@ import typer
 
 from vmemplan.cli._common import console, emit, output_width, reports_errors
 from vmemplan.cli._options import (
+    GateOn,
+    GateOnOpt,
     GpuOpt,
     MinConcurrencyOpt,
     MinKvTokensOpt,
@@ -31,6 +33,7 @@ def size(
     no_color: NoColorOpt = False,
     min_concurrency: MinConcurrencyOpt = None,
     min_kv_tokens: MinKvTokensOpt = None,
+    gate_on: GateOnOpt = GateOn.central,
     *,
     engine: dict[str, Any],
 ) -> None:
@@ -63,7 +66,7 @@ def size(
         from vmemplan.gates import evaluate_gates
 
         gates = evaluate_gates(plan, min_concurrency=min_concurrency, min_kv_tokens=min_kv_tokens,
-                               request_tokens=request_tokens or plan.engine.max_model_len)
+                               request_tokens=request_tokens or plan.engine.max_model_len, gate_on=gate_on.value)
     head = headline(plan, request_tokens)
     if quiet:
         from vmemplan.render.verdict import verdict_line

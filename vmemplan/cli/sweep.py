@@ -10,6 +10,8 @@ from vmemplan.cli._common import console, emit, gpu_completion, output_width, re
 from vmemplan.cli._options import (
     ChartOpt,
     ChartXOpt,
+    GateOn,
+    GateOnOpt,
     MinConcurrencyOpt,
     MinKvTokensOpt,
     ModelArg,
@@ -35,6 +37,7 @@ def sweep(
         show_default=False),
     min_concurrency: MinConcurrencyOpt = None,
     min_kv_tokens: MinKvTokensOpt = None,
+    gate_on: GateOnOpt = GateOn.central,
     solve: SolveOpt = False,
     chart: ChartOpt = None,
     chart_x: ChartXOpt = None,
@@ -84,7 +87,8 @@ def sweep(
         raise UsageError("no GPU: give --gpu or --vary gpu=…")
     target = None
     if solve or min_concurrency is not None or min_kv_tokens is not None:
-        target = Target(min_concurrency=min_concurrency, request_tokens=request_tokens, min_kv_tokens=min_kv_tokens)
+        target = Target(min_concurrency=min_concurrency, request_tokens=request_tokens, min_kv_tokens=min_kv_tokens,
+                        gate_on=gate_on.value)
     if chart is not None and chart not in OUTPUTS:
         raise UsageError(f"--chart {chart!r} is not a sweep output", hint="one of: " + ", ".join(OUTPUTS))
     if chart == "concurrency_at_request_tokens" and request_tokens is None:

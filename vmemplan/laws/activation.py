@@ -12,7 +12,11 @@ rebuilds the two phases of the profile run from the tensors each one keeps alive
    (``GPUModelRunner._dummy_sampler_run``), which runs *after* the forward's intermediates are freed
    but while the forward's output hidden states are still referenced by ``profile_run``.
 
-The constants (buffer counts, the number of fp32 copies of the logits alive at the sampler's peak)
+For mixture-of-experts models the forward's peak is inside the fused-MoE call instead; its
+workspaces are priced from the shapes vLLM allocates (:func:`moe_forward_bytes`).
+
+The constants (buffer counts, the number of fp32 copies of the logits alive at the sampler's peak,
+the fused-MoE workspace layout and chunk size of each release)
 come from ``registry/cost_model.yaml`` through :class:`ActivationConstants`; COST_MODEL.md records
 how each was obtained.  Everything here is pure integer arithmetic.
 """
@@ -20,13 +24,16 @@ how each was obtained.  Everything here is pure integer arithmetic.
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
     "ActivationConstants",
     "ActivationEstimate",
+    "MoeShape",
+    "moe_forward_bytes",
+    "moe_shape_from_config",
     "activation_peak_bytes",
     "forward_activation_bytes",
     "sampler_peak_bytes",
@@ -40,8 +47,9 @@ class ActivationConstants(BaseModel):
 
     ``dense_hidden_buffers`` / ``dense_intermediate_buffers``: tensors of ``hidden`` and of
     ``intermediate / tp`` elements per token alive at the forward's peak (dense models).
-    ``moe_buffers_by_tp``: NVIDIA aiconfigurator's buffer counts for MoE models, applied to the
-    attention width ``num_attention_heads × head_dim`` (keys: tensor-parallel size, clamped to 8).
+    ``moe_workspace_layout`` / ``moe_chunk_tokens``: how the release's fused-MoE call lays out its
+    workspaces and how many tokens it processes per chunk (0: no chunking); see
+    :func:`moe_forward_bytes`.
     ``floor_bytes``: the smallest forward estimate.
     ``sampler_fp32_copies``: fp32 arrays of ``rows × vocab`` alive at the sampler's peak, on top of
     the logits in the model dtype.
@@ -53,7 +61,8 @@ class ActivationConstants(BaseModel):
     vllm_version: str = Field(description="the vLLM release the constants were calibrated against")
     dense_hidden_buffers: float = Field(ge=0)
     dense_intermediate_buffers: float = Field(ge=0)
-    moe_buffers_by_tp: dict[int, float]
+    moe_workspace_layout: Literal["fused_experts_impl", "modular"] = "modular"
+    moe_chunk_tokens: int = Field(default=0, ge=0)
     floor_bytes: int = Field(ge=0)
     sampler_path: str
     sampler_fp32_copies: float = Field(ge=0)
@@ -72,13 +81,129 @@ class ActivationEstimate(BaseModel):
     source: str
 
 
-def _moe_buffers(constants: ActivationConstants, tensor_parallel_size: int) -> float:
-    """aiconfigurator's table lookup: tp clamped to 8, else the largest listed tp not above it."""
-    tp = min(tensor_parallel_size, 8)
-    keys = sorted(k for k in constants.moe_buffers_by_tp if k <= tp)
-    if not keys:
-        keys = sorted(constants.moe_buffers_by_tp)
-    return constants.moe_buffers_by_tp[keys[-1]]
+class MoeShape(BaseModel):
+    """The shapes of one rank's MoE layers that size the fused-MoE call's buffers.
+
+    ``expert_intermediate`` / ``shared_intermediate`` / ``dense_intermediate`` are per rank
+    (already divided by the ways vLLM splits them); ``num_experts`` is the router's width (the
+    global expert count: the gate is replicated).  ``dense_intermediate`` is 0 when every layer
+    is a MoE layer.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    hidden_size: int = Field(ge=1)
+    num_experts: int = Field(ge=1)
+    top_k: int = Field(ge=1)
+    expert_intermediate: int = Field(ge=1)
+    shared_intermediate: int = Field(default=0, ge=0)
+    dense_intermediate: int = Field(default=0, ge=0)
+
+
+def _first_int(cfg: Any, *keys: str) -> int | None:
+    for k in keys:
+        v = cfg.get(k) if hasattr(cfg, "get") else None
+        if isinstance(v, bool) or v is None:
+            continue
+        if isinstance(v, (int, float)) and v == int(v) and v > 0:
+            return int(v)
+    return None
+
+
+def moe_shape_from_config(text_config: Any, *, moe_tp_size: int, hidden_size: int,
+                          dense_layers: bool = False) -> MoeShape | None:
+    """A :class:`MoeShape` from a model's text config, or ``None`` when it names no experts.
+
+    Reads the key spellings of the MoE configs vLLM supports (``num_experts`` /
+    ``num_local_experts`` / ``n_routed_experts``; ``num_experts_per_tok`` / ``top_k_experts`` /
+    ``experts_per_token``; ``moe_intermediate_size`` / ``expert_intermediate_size``, else
+    ``intermediate_size``; shared experts from ``shared_expert_intermediate_size``,
+    ``moe_shared_expert_intermediate_size``, ``shared_intermediate_size`` or
+    ``n_shared_experts × moe_intermediate_size``).  Expert and shared widths are divided by
+    ``moe_tp_size`` (vllm/model_executor/layers/fused_moe/layer.py::FusedMoE, 0.33.0: the
+    intermediate dimension is split over the flattened tp × dp group unless experts are placed
+    whole); ``dense_layers`` adds the dense MLP of the model's non-MoE layers.
+    """
+    cfg = text_config
+    experts = _first_int(cfg, "num_experts", "num_local_experts", "n_routed_experts")
+    if experts is None:
+        return None
+    top_k = _first_int(cfg, "num_experts_per_tok", "num_experts_per_token", "top_k_experts",
+                       "experts_per_token", "top_k") or 1
+    inter = _first_int(cfg, "moe_intermediate_size", "expert_intermediate_size", "intermediate_size")
+    if inter is None:
+        return None
+    shared = _first_int(cfg, "shared_expert_intermediate_size", "moe_shared_expert_intermediate_size",
+                        "shared_intermediate_size")
+    if shared is None:
+        n_shared = _first_int(cfg, "n_shared_experts", "num_shared_experts")
+        shared = (n_shared or 0) * inter
+    tp = max(1, moe_tp_size)
+    dense = _first_int(cfg, "intermediate_size") if dense_layers else None
+    return MoeShape(
+        hidden_size=hidden_size, num_experts=experts, top_k=top_k,
+        expert_intermediate=max(1, inter // tp), shared_intermediate=shared // tp,
+        dense_intermediate=(dense // tp) if dense else 0,
+    )
+
+
+def moe_forward_bytes(
+    shape: MoeShape, *, tokens: int, dtype_bytes: int, constants: ActivationConstants
+) -> tuple[int, str]:
+    """Bytes alive at the peak of one MoE layer during the profile run, and a description.
+
+    With ``T`` tokens, hidden ``K``, ``I`` the expert intermediate per rank, ``N = 2I`` (the fused
+    w13 output) and ``M = min(T, chunk)`` (``chunk`` = the release's
+    ``VLLM_FUSED_MOE_CHUNK_SIZE``; 0 = no chunking), the routed experts hold, in elements of the
+    activation dtype:
+
+    * layout ``fused_experts_impl`` (0.10 – 0.16 unquantized path,
+      vllm/model_executor/layers/fused_moe/fused_moe.py::fused_experts_impl): ``cache13`` of
+      ``M·topk·max(N, K)`` (cache1 and cache3 share it) and ``cache2`` of ``M·topk·I``; the
+      output is written in place;
+    * layout ``modular`` (0.17+, vllm/model_executor/layers/fused_moe/modular_kernel.py::
+      FusedMoEModularKernel._allocate_buffers with ``TritonExperts.workspace_shapes`` /
+      ``MarlinExperts.workspace_shapes``): ``workspace13`` of ``M·topk·max(I, K)``, which also
+      holds the ``T·K`` output when there is one chunk (else the output is apart), and
+      ``workspace2`` of ``M·topk·max(N, K)``;
+
+    plus the router logits ``T × E`` (model dtype), ``topk_weights`` (fp32), ``topk_ids`` and
+    ``token_expert_indices`` (int32): 12 bytes per token and choice
+    (vllm/model_executor/layers/fused_moe/router/, fused_topk).  Beside the MoE call the layer
+    keeps ``h_buf`` hidden-wide rows per token (residual, input, output), as the dense law does.
+    Shared experts (and the dense MLP of non-MoE layers) run before the routed experts and free
+    their intermediates, so the forward's peak is the largest of the three phases (0.33.0 runs
+    shared experts on an aux stream beside the routed ones only for batches of at most
+    ``VLLM_SHARED_EXPERTS_STREAM_TOKEN_THRESHOLD`` = 256 tokens,
+    fused_moe/runner/shared_experts.py::SharedExperts._determine_shared_experts_order; the profile
+    run's batch is larger)::
+
+        forward = T·h_buf·K·d + max(routed, T·3·I_shared·d, T·3·I_dense·d)
+    """
+    t = tokens
+    k, i, e, topk = shape.hidden_size, shape.expert_intermediate, shape.num_experts, shape.top_k
+    n = 2 * i
+    chunk = constants.moe_chunk_tokens
+    m = min(t, chunk) if chunk > 0 else t
+    if constants.moe_workspace_layout == "fused_experts_impl":
+        ws_elems = m * topk * max(n, k) + m * topk * i
+        layout = f"fused_experts_impl: M*topk*(max(2I,K)+I), M={m}"
+    else:
+        ws13 = m * topk * max(i, k)
+        out = t * k
+        common = max(ws13, out) if m == t else ws13 + out
+        ws_elems = common + m * topk * max(n, k)
+        layout = f"modular: max(M*topk*max(I,K), T*K) + M*topk*max(2I,K), M={m}"
+    routed = ws_elems * dtype_bytes + t * e * dtype_bytes + t * topk * 12
+    shared = t * 3 * shape.shared_intermediate * dtype_bytes
+    dense = t * 3 * shape.dense_intermediate * dtype_bytes
+    held = math.ceil(t * constants.dense_hidden_buffers * k * dtype_bytes)
+    desc = (f"fused MoE {layout}; K={k}, I={i}/rank, E={e}, topk={topk}"
+            + (f", chunk {chunk}" if chunk else ", unchunked")
+            + (f"; shared I={shape.shared_intermediate}" if shape.shared_intermediate else "")
+            + (f"; dense I={shape.dense_intermediate}" if shape.dense_intermediate else "")
+            + f"; + {constants.dense_hidden_buffers:g} x hidden per token, {t} tokens")
+    return held + max(routed, shared, dense), desc
 
 
 def forward_activation_bytes(
@@ -91,6 +216,7 @@ def forward_activation_bytes(
     tensor_parallel_size: int,
     max_num_batched_tokens: int,
     constants: ActivationConstants,
+    moe: MoeShape | None = None,
 ) -> tuple[int, str]:
     """Bytes alive at the forward pass's peak, and a one-line description of the buffers.
 
@@ -98,9 +224,7 @@ def forward_activation_bytes(
 
         forward = ceil(mnbt × 2 × (h_buf × hidden + i_buf × intermediate / tp))
 
-    MoE (aiconfigurator's prior, uncalibrated against vLLM logs)::
-
-        forward = ceil(C_moe[min(tp, 8)] × mnbt × (num_attention_heads × head_dim) × 2)
+    MoE: :func:`moe_forward_bytes` (the fused-MoE call's workspaces, from vLLM's code).
 
     Both are floored at ``constants.floor_bytes``.  Activations are 2 bytes whatever the weight
     format: quantized GEMMs return the input's 16-bit width.  Mirrors the token count of
@@ -121,13 +245,13 @@ def forward_activation_bytes(
             f"per token, 2 B, {tokens} tokens"
         )
     else:
-        buffers = _moe_buffers(constants, tp)
-        width = num_attention_heads * head_dim
-        raw = math.ceil(buffers * tokens * width * 2)
-        desc = (
-            f"{buffers:g} buffers (aiconfigurator MoE, tp {min(tp, 8)}) x heads*head_dim({width}) "
-            f"x 2 B x {tokens} tokens"
-        )
+        if moe is None:  # a config that names no experts: the dense law is all there is
+            return forward_activation_bytes(
+                family="dense", hidden_size=hidden_size, num_attention_heads=num_attention_heads,
+                head_dim=head_dim, intermediate_size=intermediate_size,
+                tensor_parallel_size=tensor_parallel_size, max_num_batched_tokens=max_num_batched_tokens,
+                constants=constants)
+        raw, desc = moe_forward_bytes(moe, tokens=tokens, dtype_bytes=2, constants=constants)
     return max(raw, constants.floor_bytes), desc
 
 
@@ -176,6 +300,7 @@ def activation_peak_bytes(
     dtype_bytes: int,
     constants: ActivationConstants,
     extra_model_buffers_bytes: int = 0,
+    moe: MoeShape | None = None,
 ) -> ActivationEstimate:
     """The profile run's torch peak increase: the larger of the forward and the sampler phase.
 
@@ -203,6 +328,7 @@ def activation_peak_bytes(
         tensor_parallel_size=tensor_parallel_size,
         max_num_batched_tokens=max_num_batched_tokens,
         constants=constants,
+        moe=moe,
     )
     sampler = sampler_peak_bytes(
         hidden_size=hidden_size,

@@ -80,4 +80,6 @@ def solve_command(model: str, gpu: str, engine: Mapping[str, Any], gates: Sequen
         words += ["--" + g.name.replace("_", "-"), str(g.target)]
         if g.request_tokens is not None and "--request-tokens" not in words:
             words += ["--request-tokens", str(g.request_tokens)]
+    if any(getattr(g, "on", "central") == "low" for g in gates):
+        words += ["--gate-on", "low"]
     return command_line(words)

@@ -114,9 +114,12 @@ def render_tree(plan: MemoryPlan, headline: Headline | None = None, columns: int
     else:
         tree.add(cg + " (captured after the pool: comes out of the margin)")
     kv = plan.kv_cache
-    budget.add(f"KV cache pool {_g(max(r.available_kv_cache_bytes, 0))} GiB — the remainder: "
+    band = plan.band
+    pm = f" ± {band.half_width_bytes / (1 << 30):.2f}" if band is not None else ""
+    budget.add(f"KV cache pool {_g(max(r.available_kv_cache_bytes, 0))}{pm} GiB — the remainder: "
                f"{kv.num_blocks:,} blocks, {kv.tokens:,} tokens, {kv.max_concurrency:.2f}× at "
-               f"{e.max_model_len:,} tokens")
+               f"{e.max_model_len:,} tokens"
+               + (f" (band: {band.tokens_range[0]:,} – {band.tokens_range[1]:,} tokens)" if band is not None else ""))
     parts: list[RenderableType] = [tree, memory_bar(plan, columns=columns)]
     if headline is not None:
         verdict = _verdict(headline)
@@ -129,7 +132,8 @@ def _verdict(headline: Headline) -> RenderableType:
 
     from vmemplan.render.verdict import verdict_line
 
-    return Text(verdict_line(headline), style="green" if headline.starts else "bold red")
+    style = ("yellow" if headline.outcome == "may_not_start" else "green" if headline.starts else "bold red")
+    return Text(verdict_line(headline), style=style)
 
 
 def render_table(plan: MemoryPlan, headline: Headline | None = None, columns: int = 80) -> RenderableType:
@@ -161,8 +165,12 @@ def render_table(plan: MemoryPlan, headline: Headline | None = None, columns: in
         ("available KV cache", r.available_kv_cache_bytes, kinds.get("available_kv_cache_bytes", "estimated")),
         ("before the budget", r.pre_budget_bytes, "estimated"),
     ]
+    band = plan.band
     for label, n, kind in rows:
-        table.add_row(label, _g(n), f"{n:,}", kind)
+        gib = _g(n)
+        if band is not None and label == "available KV cache":
+            gib += f" ± {band.half_width_bytes / (1 << 30):.2f}"
+        table.add_row(label, gib, f"{n:,}", kind)
     kv = plan.kv_cache
     kvt = Table(title="KV cache", title_justify="left")
     kvt.add_column("figure")
@@ -173,9 +181,13 @@ def render_table(plan: MemoryPlan, headline: Headline | None = None, columns: in
         kvt.add_row("why no per-token figure", kv.no_bytes_per_token_reason)
     kvt.add_row("block size (tokens)", str(kv.block_size))
     kvt.add_row("bytes per pool block", f"{kv.page_size_bytes:,}")
-    kvt.add_row("blocks", f"{kv.num_blocks:,}")
-    kvt.add_row("tokens (GPU KV cache size)", f"{kv.tokens:,}")
-    kvt.add_row(f"max concurrency at {e.max_model_len:,} tokens", f"{kv.max_concurrency:.2f}x")
+    def _rng(central: str, pair: tuple | None, fmt: str) -> str:
+        return central if pair is None else f"{central} ({format(pair[0], fmt)} – {format(pair[1], fmt)})"
+
+    kvt.add_row("blocks", _rng(f"{kv.num_blocks:,}", band and band.num_blocks_range, ","))
+    kvt.add_row("tokens (GPU KV cache size)", _rng(f"{kv.tokens:,}", band and band.tokens_range, ","))
+    kvt.add_row(f"max concurrency at {e.max_model_len:,} tokens",
+                _rng(f"{kv.max_concurrency:.2f}x", band and band.max_concurrency_range, ".2f"))
     if kv.groups and len(kv.groups) > 1:
         kvt.add_row("KV cache groups", ", ".join(f"{g.kind}×{g.layers}" for g in kv.groups))
     if kv.sequence_fixed_bytes:

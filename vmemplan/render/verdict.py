@@ -16,7 +16,15 @@ __all__ = ["verdict_line"]
 
 
 def verdict_line(h: Headline) -> str:
-    """``✔ vLLM starts: …`` or ``✘ vLLM would not start: …`` (no trailing newline)."""
+    """``✔ vLLM starts: …``, ``? vLLM may not start: …`` (the error band straddles the line) or
+    ``✘ vLLM would not start: …`` (no trailing newline)."""
+    if h.outcome == "may_not_start":
+        lo, hi = h.kv_cache_tokens_range or (0, 0)
+        if h.starts:
+            return (f"? vLLM may not start: {h.kv_cache_tokens:,} KV tokens at the estimate, but the error "
+                    f"band's low end ({lo:,} tokens) does not start")
+        reason = (h.reason or "a startup check fails").rstrip(".")
+        return f"? vLLM may not start: {reason}; the error band's high end ({hi:,} tokens) starts"
     if h.starts:
         limit = "KV cache binds" if h.binding == "kv_cache" else f"--max-num-seqs {h.max_num_seqs:,} binds"
         return (f"✔ vLLM starts: {h.kv_cache_tokens:,} KV tokens; {h.concurrency:,} × "

@@ -1,0 +1,217 @@
+"""Error bands: how far the cost model's estimates have missed on real startup logs.
+
+vLLM measures three of the figures between the budget and the KV pool (activation peak,
+non-torch growth, CUDA-graph estimate); vmemplan estimates them (laws/activation.py,
+laws/overhead.py), and the memory held before the budget too.  Their errors add up in one
+place: the available KV cache.  A startup log prints that figure, so the corpus gives one
+residual per log::
+
+    residual = (predicted available − logged available) / requested budget
+
+``bench/calibrate_bands.py`` plans every corpus case and writes the residuals, with the log,
+release era and model family of each, to ``registry/bands.yaml``.  This module turns them into a
+band around a plan's estimate, purely:
+
+* the residuals of the plan's group (cost-model era × model family) are used when the group has
+  at least ``min_logs`` logs; else those of its family over every era; else all of them (the
+  level used is reported);
+* ``exclude_log`` leaves one log out, so that ``bench/accuracy.py`` never lets a log calibrate
+  its own band (leave-one-log-out);
+* the half-width is the largest absolute residual of the chosen logs (a fraction of the budget),
+  floored at ``floor_fraction`` (what the logs' 0.01-GiB rounding can resolve); the band on the
+  available KV cache is ``estimate ± half_width × requested``.
+
+The band on blocks, tokens and concurrency comes from re-sizing the same KV cache groups at the
+two ends (:func:`kv_band`), and the verdict's tri-state from whether the low end still starts.
+Exact figures (``--kv-cache-memory``) have no band.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+from vmemplan.core.errors import RegistryInvalid
+
+__all__ = [
+    "BandData",
+    "BandResidual",
+    "BandWidth",
+    "KvBand",
+    "Outcome",
+    "band_width",
+    "kv_band",
+    "low_end",
+    "outcome_for",
+    "parse_band_data",
+]
+
+Outcome = Literal["starts", "may_not_start", "does_not_start"]
+
+
+@dataclass(frozen=True)
+class BandResidual:
+    """One corpus log's miss on the available KV cache."""
+
+    log: str
+    era: str
+    family: str
+    vllm_version: str
+    residual_fraction: float  # (predicted − logged) / requested
+
+
+@dataclass(frozen=True)
+class BandData:
+    """The residuals the bands are drawn from, with their provenance (registry/bands.yaml)."""
+
+    residuals: tuple[BandResidual, ...]
+    min_logs: int
+    floor_fraction: float
+    source: str
+    statistic: str
+    excluded: tuple[tuple[str, str], ...] = ()  # (log, why it is outside the model's scope)
+
+
+@dataclass(frozen=True)
+class BandWidth:
+    """The half-width for one group, and which logs set it."""
+
+    half_width_fraction: float
+    level: Literal["era_family", "family", "all", "none"]
+    group: str
+    logs: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class KvBand:
+    """The band on one plan's KV figures; ``low`` and ``high`` are the ends of each range."""
+
+    half_width_bytes: int
+    available_kv_cache_bytes_range: tuple[int, int]
+    num_blocks_range: tuple[int, int]
+    tokens_range: tuple[int, int]
+    max_concurrency_range: tuple[float, float]
+    outcome: Outcome
+    width: BandWidth
+    # the pool law's result at the low end (what --gate-on low reads); not compared
+    low_pool: Any = field(default=None, compare=False, repr=False)
+
+    def describe(self) -> str:
+        w = self.width
+        return (f"± {w.half_width_fraction:.2%} of the budget: largest residual of {len(w.logs)} corpus logs "
+                f"({w.level.replace('_', ' × ')} group {w.group}; registry bands.yaml)")
+
+
+def _float(v: Any, what: str) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        raise RegistryInvalid(f"bands.yaml: {what} must be a number")
+    return float(v)
+
+
+def parse_band_data(data: Any) -> BandData:
+    """Validate the parsed bands.yaml into :class:`BandData`."""
+    if not isinstance(data, Mapping) or data.get("schema_version") != 1:
+        raise RegistryInvalid("bands.yaml: expected a mapping with schema_version: 1")
+    rows = data.get("residuals")
+    if not isinstance(rows, list) or not rows:
+        raise RegistryInvalid("bands.yaml: residuals must be a non-empty list")
+    residuals = []
+    for i, r in enumerate(rows):
+        if not isinstance(r, Mapping) or not all(isinstance(r.get(k), str) for k in ("log", "era", "family")):
+            raise RegistryInvalid(f"bands.yaml: residuals[{i}] needs log, era and family")
+        residuals.append(BandResidual(r["log"], r["era"], r["family"], str(r.get("vllm_version", "")),
+                                      _float(r.get("residual_fraction"), f"residuals[{i}].residual_fraction")))
+    for key in ("source", "statistic"):
+        if not isinstance(data.get(key), str) or not data[key]:
+            raise RegistryInvalid(f"bands.yaml: {key} is required")
+    excluded = tuple((str(e.get("log")), str(e.get("reason"))) for e in data.get("excluded") or ()
+                     if isinstance(e, Mapping))
+    min_logs = data.get("min_logs", 3)
+    if not isinstance(min_logs, int) or min_logs < 1:
+        raise RegistryInvalid("bands.yaml: min_logs must be a positive integer")
+    return BandData(tuple(residuals), min_logs, _float(data.get("floor_fraction", 0.0), "floor_fraction"),
+                    data["source"], data["statistic"], excluded)
+
+
+def band_width(data: BandData, *, era: str, family: str, exclude_log: str | None = None) -> BandWidth:
+    """The half-width for a plan of cost-model era ``era`` and model family ``family``,
+    leaving ``exclude_log`` out."""
+    pool = [r for r in data.residuals if r.log != exclude_log]
+    choices: list[tuple[Literal["era_family", "family", "all"], str, list[BandResidual]]] = [
+        ("era_family", f"{era}/{family}", [r for r in pool if r.era == era and r.family == family]),
+        ("family", family, [r for r in pool if r.family == family]),
+        ("all", "all", pool),
+    ]
+    for level, group, rows in choices:
+        if len(rows) >= data.min_logs or (level == "all" and rows):
+            worst = max(abs(r.residual_fraction) for r in rows)
+            return BandWidth(max(worst, data.floor_fraction), level, group, tuple(r.log for r in rows))
+    return BandWidth(data.floor_fraction, "none", "none", ())
+
+
+def outcome_for(low_starts: bool, high_starts: bool) -> Outcome:
+    """✔ only when even the low end starts; ✘ when even the high end fails."""
+    if low_starts:
+        return "starts"
+    return "may_not_start" if high_starts else "does_not_start"
+
+
+def kv_band(
+    *,
+    available_kv_cache_bytes: int,
+    requested_bytes: int,
+    width: BandWidth,
+    resize: Any,
+    central_starts: bool,
+) -> KvBand:
+    """The band on available KV, blocks, tokens and concurrency.
+
+    ``resize(available_bytes)`` returns ``(num_blocks, tokens, max_concurrency, starts, pool)``
+    for the plan's own KV cache groups at another available figure (the pool law, re-run); the
+    ends are ``available ∓ half_width × requested``.
+    """
+    half = int(round(width.half_width_fraction * requested_bytes))
+    low_b, high_b = available_kv_cache_bytes - half, available_kv_cache_bytes + half
+    lo = resize(low_b)
+    hi = resize(high_b)
+    low_starts = bool(lo[3]) and central_starts
+    high_starts = bool(hi[3]) or central_starts
+    return KvBand(
+        half_width_bytes=half,
+        available_kv_cache_bytes_range=(low_b, high_b),
+        num_blocks_range=(int(lo[0]), int(hi[0])),
+        tokens_range=(int(lo[1]), int(hi[1])),
+        max_concurrency_range=(float(lo[2]), float(hi[2])),
+        outcome=outcome_for(low_starts, high_starts),
+        width=width,
+        low_pool=lo[4] if len(lo) > 4 else None,
+    )
+
+
+def low_end(plan: Any) -> Any:
+    """The plan as it would be at its band's low end (KV figures only), for gates that read the
+    low end; the plan itself when it has no band."""
+    band = getattr(plan, "band", None)
+    if band is None or band.low_pool is None:
+        return plan
+    low = band.available_kv_cache_bytes_range[0]
+    return replace(
+        plan,
+        per_rank=replace(plan.per_rank, available_kv_cache_bytes=low),
+        kv_cache=replace(plan.kv_cache, num_blocks=band.num_blocks_range[0], tokens=band.tokens_range[0],
+                         max_concurrency=band.max_concurrency_range[0]),
+        pool=band.low_pool,
+        band=None,
+    )
+
+
+def residual_fraction(predicted_bytes: float, logged_bytes: float, requested_bytes: float) -> float:
+    """A log's residual: (predicted − logged) / requested."""
+    return (predicted_bytes - logged_bytes) / requested_bytes
+
+
+def within(band: Sequence[float], value: float) -> bool:
+    """Whether ``value`` lies in ``[low, high]``."""
+    return band[0] <= value <= band[1]
