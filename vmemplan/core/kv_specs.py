@@ -32,6 +32,7 @@ The pool context a spec reads is any object with the attributes of
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol, Union
@@ -280,12 +281,13 @@ class _AttentionMixin(_SpecBase):
             return self.block_size // self.tokens_per_state
         return 1
 
-    @property
+    # cached per (frozen) spec: a pool sums these over every layer and group, many times a plan
+    @functools.cached_property
     def unpadded_page_size_bytes(self) -> int:
         slots, content = self._slots_and_content()
         return slots * self.num_states * content
 
-    @property
+    @functools.cached_property
     def page_size_bytes(self) -> int:
         if self.page_size_padded is not None:
             if self.page_size_padded < self.unpadded_page_size_bytes:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 
 from vmemplan.core.errors import UsageError
@@ -34,6 +35,13 @@ def parse_version(text: str) -> tuple[int, ...]:
     """
     if not isinstance(text, str):
         raise UsageError(f"not a vLLM version: {text!r}", hint=VERSION_HINT)
+    return _parse_release(text)
+
+
+@functools.lru_cache(maxsize=1024)
+def _parse_release(text: str) -> tuple[int, ...]:
+    """:func:`parse_version` of a string, remembered (the rules packs ask for the same few
+    versions many times a plan); errors are raised again each time, never cached."""
     match = _VERSION_RE.match(text)
     if match is None:
         raise UsageError(f"not a vLLM version: {text!r}", hint=VERSION_HINT)
