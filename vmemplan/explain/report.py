@@ -84,6 +84,8 @@ class Report:
     suggestions: tuple[Suggestion, ...]
     what_if: tuple[Mapping[str, Any], ...] = ()
     binding: Binding | None = None
+    # what `vmemplan size` predicts for the command the log records (vmemplan/explain/apriori.py)
+    a_priori: Mapping[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The ``startups[i]`` entry of the JSON contract (schema_version 1)."""
@@ -113,6 +115,7 @@ class Report:
         out["printed"] = dict(s.figures.printed)
         out["stats"] = _json_safe(dict(s.stats))
         out["engine"] = _json_safe(dict(s.engine))
+        out["a_priori"] = _json_safe(dict(self.a_priori)) if self.a_priori is not None else None
         return out
 
 

@@ -108,5 +108,8 @@ def explain_startups(startups: Sequence[Startup], *, registry: Registry, changes
         if changes:
             w = what_if(s, changes, registry=registry, link=link, gpu=gpu, base=base)
             what = (w.to_json(),)
-        reports.append(replace(report, checks=checks, suggestions=suggestions, what_if=what))
+        from vmemplan.explain.apriori import a_priori_plan
+
+        prior = a_priori_plan(s, link=link, gpu=gpu, vllm_version=vllm_version)
+        reports.append(replace(report, checks=checks, suggestions=suggestions, what_if=what, a_priori=prior))
     return reports

@@ -63,9 +63,37 @@ def render_text(report: Report | Sequence[Report]) -> str:
         for sg in rep.suggestions:
             out.append(f"  [{sg.severity}] {sg.detail}")
         out.append("")
+        if rep.a_priori is not None:
+            out.extend(_render_a_priori(rep.a_priori))
         for w in rep.what_if:
             out.extend(_render_what_if(w))
     return "\n".join(out).rstrip() + "\n"
+
+
+def _cell(figure: str, value: Any) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, float) and figure == "max concurrency":
+        return f"{value:.2f}x"
+    if figure in ("blocks", "KV cache tokens") or not isinstance(value, (int, float)):
+        return f"{value:,}" if isinstance(value, int) else str(value)
+    return f"{value / 2**30:.2f} GiB"
+
+
+def _render_a_priori(a: Mapping[str, Any]) -> list[str]:
+    """The a-priori block: what `vmemplan size` predicts for the logged command, beside the log."""
+    if a.get("reason"):
+        return ["A-priori plan of the logged command: " + str(a["reason"]), ""]
+    gpu = f"{a['gpu']} (assumed: the log names no GPU; pass --gpu)" if a.get("gpu_assumed") else a["gpu"]
+    out = [f"A-priori plan of the logged command (`vmemplan size` for {a['model']} on {gpu}, vLLM "
+           f"{a['vllm_version']}; information, not a check):",
+           f"  {'figure':<24} {'log':>16} {'a-priori':>16} {'difference':>16}"]
+    for r in a.get("rows", ()):
+        diff = r.get("difference")
+        out.append(f"  {r['figure']:<24} {_cell(r['figure'], r.get('log')):>16} "
+                   f"{_cell(r['figure'], r.get('plan')):>16} {_cell(r['figure'], diff):>16}")
+    out.append("")
+    return out
 
 
 def _render_what_if(w: Mapping[str, Any]) -> list[str]:
