@@ -217,8 +217,7 @@ class _SpecBase:
 
     @property
     def stride_alignment_bytes(self) -> int:
-        """Byte alignment between physical blocks (``get_block_stride_alignment``);
-        1 when unset."""
+        """Byte alignment between physical blocks (``get_block_stride_alignment``); 1 when unset."""
         return getattr(self, "block_stride_alignment", None) or 1
 
     def max_memory_usage_bytes(self, ctx: PoolContextLike) -> int:  # pragma: no cover
@@ -281,8 +280,7 @@ class _AttentionMixin(_SpecBase):
             return self.block_size // self.tokens_per_state
         return 1
 
-    # cached per (frozen) spec: a pool sums these over every layer and group, many times a plan
-    @functools.cached_property
+    @functools.cached_property  # per frozen spec: a pool sums these over every layer, many times a plan
     def unpadded_page_size_bytes(self) -> int:
         slots, content = self._slots_and_content()
         return slots * self.num_states * content
