@@ -88,7 +88,7 @@ NOT_PLANNED = {"MiniMaxAI/MiniMax-M1", "tiiuae/Falcon-H1-0.5B", "zai-org/GLM-5"}
 
 
 def _default(model: str) -> int:
-    return adapter_for(ModelConfig.from_dict(load_model_source(model).config)).derived_max_model_len()
+    return adapter_for(ModelConfig.from_dict(load_model_source(model).config)).default_max_model_len()
 
 
 def test_every_bundled_model_is_listed():
