@@ -19,9 +19,11 @@ def p():
 
 
 def test_exact_figures(p):
-    # 8,030,261,248 parameters × 2 bytes + the 131,072 × 128 × 2 B rotary cache
+    # 8,030,261,248 parameters × 2 bytes + the 131,072 × 128 × 2 B rotary cache + each of the 32
+    # attention layers' four fp32 scales, one 512 B allocator block each (attention.py
+    # set_default_quant_scales; c10 CUDACachingAllocator rounds small blocks to 512 B)
     assert p.parameters == 8_030_261_248
-    assert p.per_rank.weights_bytes == 8_030_261_248 * 2 + 131_072 * 128 * 2
+    assert p.per_rank.weights_bytes == 8_030_261_248 * 2 + 131_072 * 128 * 2 + 32 * 4 * 512
     # KV per token: 2 (K, V) × 8 KV heads × 128 × 2 B × 32 layers = 131,072 B
     assert p.kv_cache.bytes_per_token == 131_072
     # one pool block: 16 tokens × 131,072 B = 2 MiB across all layers

@@ -32,10 +32,11 @@ def test_llama_31_8b_parameters_by_hand(config_dict):
 def test_llama_31_8b_weights_bytes_match_log(config_dict):
     # 8,030,261,248 × 2 B = 16,060,522,496 plus the rotary cos/sin cache vLLM builds once:
     # 131,072 positions × 128 dims × 2 B = 33,554,432 → 16,094,076,928 B = 14.98878 GiB,
-    # printed "Model loading took 14.9888 GiB" in corpus log 040 (vLLM 0.11.0).
+    # printed "Model loading took 14.9888 GiB" in corpus log 040 (vLLM 0.11.0); plus each
+    # attention layer's four fp32 scales (attention.py::set_default_quant_scales): 32 × 16 B.
     a = _adapter(config_dict("meta-llama--Llama-3.1-8B.json"))
     wb = weight_bytes_per_rank(a.weight_tensors(GraphContext()), model_dtype="bfloat16")
-    assert wb.total_bytes == 16_060_522_496 + 33_554_432
+    assert wb.total_bytes == 16_060_522_496 + 33_554_432 + 32 * 16
     assert round(wb.total_bytes / 2**30, 4) == 14.9888
 
 

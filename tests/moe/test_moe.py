@@ -198,6 +198,7 @@ def test_mixtral_tp2_weights_bytes():
     # × 32 + 4096), the router (8 × 4096 × 32) and the rope cache (32,768 × 128) replicate.
     a = _adapter("mistralai--Mixtral-8x7B-v0.1")
     replicated = 2 * 4096 * 32 + 4096 + 8 * 4096 * 32
-    expected = ((46_702_792_704 - replicated) // 2 + replicated) * 2 + 32_768 * 128 * 2
+    # + each attention layer's four fp32 scales (attention.py::set_default_quant_scales): 32 × 16 B
+    expected = ((46_702_792_704 - replicated) // 2 + replicated) * 2 + 32_768 * 128 * 2 + 32 * 16
     wb = weight_bytes_per_rank(a.weight_tensors(GraphContext(tensor_parallel_size=2)), model_dtype="bfloat16")
     assert wb.total_bytes == expected

@@ -117,6 +117,9 @@ class LlamaLike(Adapter):
                 WeightTensor("mlp.down_proj", "linear", h, inter, n, True,
                              in_features_full=cfg.intermediate_size),
                 WeightTensor("input_layernorm+post_attention_layernorm", "norm", h, 1, 2 * n),
+                # each Attention layer's _k_scale/_v_scale/_q_scale/_prob_scale: four fp32 scalars
+                # (vllm/model_executor/layers/attention/attention.py::set_default_quant_scales)
+                WeightTensor("self_attn.attn.k/v/q/prob_scale", "buffer", 1, 1, 4 * n, dtype="float32"),
             ]
             if self.qkv_bias():
                 out.append(WeightTensor("self_attn.qkv_proj.bias", "bias", q_rows + 2 * kv_rows, 1, n))
