@@ -163,3 +163,22 @@ def test_help_lists_what_if(runner):
     r = runner.invoke(app, ["explain-log", "--help"])
     assert r.exit_code == 0
     assert "--what-if" in r.output and "--model" in r.output
+
+
+def test_explain_log_fits_the_width_and_cuts_nothing(monkeypatch):
+    """Every line fits 80 columns; a long log line continues indented on the next lines, whole."""
+    from pathlib import Path
+
+    from typer.testing import CliRunner
+
+    from vmemplan.cli import app as the_app
+
+    log = Path(__file__).resolve().parents[1] / "fixtures" / "logs" / "025-qwen3-32b-tp8-fp8kv.log"
+    monkeypatch.setenv("COLUMNS", "80")
+    out = CliRunner().invoke(the_app, ["explain-log", str(log)]).stdout
+    assert max(len(line) for line in out.splitlines()) <= 80
+    joined = " ".join(line.strip() for line in out.splitlines())
+    for raw in log.read_text().splitlines():
+        if "GPU KV cache size:" in raw:  # a long line, present whole once its breaks are joined
+            body = raw.split("] ", 1)[-1]
+            assert " ".join(body.split()) in joined

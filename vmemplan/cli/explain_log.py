@@ -156,7 +156,9 @@ def explain_log(
         return
     from vmemplan.render.explain import render_text
 
-    out = render_text(reports)
+    from vmemplan.cli._common import output_width
+
+    out = render_text(reports, width=output_width())
     if truncated:
         out += f"(only the first {MAX_LOG_BYTES >> 20} MiB of {label} were read)\n"
     _ = no_color  # plain text: nothing to colour

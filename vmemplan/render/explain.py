@@ -26,13 +26,30 @@ def _g(n: int | float | None) -> str:
     return f"{n / GIB:.2f}"
 
 
-def _short(text: str, width: int = 220) -> str:
-    return text if len(text) <= width else text[: width - 3] + "..."
+def wrap_lines(text: str, width: int) -> str:
+    """Fit ``text`` to ``width`` columns without cutting anything: a long line continues on the
+    next lines, indented four columns past its own indent (log lines keep every character;
+    prose breaks between words where it can)."""
+    import textwrap
+
+    out: list[str] = []
+    for line in text.split("\n"):
+        if len(line) <= width:
+            out.append(line)
+            continue
+        indent = " " * (len(line) - len(line.lstrip(" ")))
+        more = indent + "    "
+        out.extend(textwrap.wrap(line, width=width, subsequent_indent=more, break_on_hyphens=False,
+                                 drop_whitespace=True) or [line])
+    return "\n".join(out)
 
 
-def render_text(report: Report | Sequence[Report]) -> str:
+def render_text(report: Report | Sequence[Report], width: int | None = None) -> str:
     """Plain text: each recognised log line followed by its indented explanation, then the checks,
-    then the suggestions.  Accepts one report or a list of them."""
+    then the suggestions.  Accepts one report or a list of them.  With ``width``, every line is
+    wrapped to it (:func:`wrap_lines`); nothing is ever cut."""
+    if width is not None:
+        return wrap_lines(render_text(report).rstrip("\n"), max(width, 40)) + "\n"
     reports = list(report) if isinstance(report, Sequence) else [report]
     out: list[str] = []
     for i, rep in enumerate(reports, 1):
@@ -46,7 +63,7 @@ def render_text(report: Report | Sequence[Report]) -> str:
             out.extend(_render_binding(rep))
         out.append("")
         for ln in rep.lines:
-            out.append(f"  {ln.number:>6}: {_short(ln.text)}")
+            out.append(f"  {ln.number:>6}: {ln.text}")
             if ln.explanation:
                 out.append(f"          {ln.explanation}")
         out.append("")
