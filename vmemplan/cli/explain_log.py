@@ -154,9 +154,8 @@ def explain_log(
         emit(dumps(doc))
         _check(reports, check)
         return
-    from vmemplan.render.explain import render_text
-
     from vmemplan.cli._common import output_width
+    from vmemplan.render.explain import render_text
 
     out = render_text(reports, width=output_width())
     if truncated:
