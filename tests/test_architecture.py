@@ -42,15 +42,13 @@ SHELL_MODULES = (
 #: belongs in cli/; the API module is being rewritten on another branch.
 SHELL_EXCEPTIONS: Mapping[str, frozenset[str]] = {}
 
-#: The line limit for a module.  The target is about 600.
-MAX_LINES = 700
+#: The line limit for a module ("about 600": the largest today are about 635 lines).
+MAX_LINES = 650
 
 #: Modules over MAX_LINES today, with their line counts: each may only shrink, and must be
-#: removed from this list once it is under the limit.
-OVERSIZED: Mapping[str, int] = {
-    "vmemplan/core/kv_specs.py": 835,
-    "vmemplan/rules.py": 801,  # +4: two log formats of vLLM 0.33's failures (the operator's screen)
-}
+#: removed from this list once it is under the limit.  Empty since core/kv_specs.py (835),
+#: rules.py (801), laws/kv_groups.py (685) and models/multimodal.py (668) were split.
+OVERSIZED: Mapping[str, int] = {}
 
 
 @dataclass(frozen=True)

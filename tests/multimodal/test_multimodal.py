@@ -263,11 +263,12 @@ def test_qwen3_vl_embedding_2b_weights_log_019():
     # + gate_up 12288*2048 + down 2048*6144 + norms 2*2048 + q/k norm 2*128 = 50,336,000; x 28 = 1,409,408,000
     # + final norm 2048 -> 1,720,574,976 params x 2 B = 3,441,149,952
     # + M-RoPE cache 262,144 x 4 x 128 x 2 B = 268,435,456 -> 3,709,585,408 B = 3.45484 GiB
+    # + each attention layer's four fp32 scales (set_default_quant_scales): 28 x 16 B = 448 B
     a = Qwen3_VL(_cfg("tests/fixtures/configs/mm/Qwen--Qwen3-VL-Embedding-2B.json"))
     ctx = GraphContext(model_dtype="float16", limit_mm_per_prompt=NO_MM)
     tensors = a.weight_tensors(ctx)
     assert not [t for t in tensors if t.kind == "encoder"]
-    assert _bytes(tensors, "float16") == 3_709_585_408
+    assert _bytes(tensors, "float16") == 3_709_585_408 + 28 * 16
     got = _bytes(tensors, "float16", rounding=True) / GIB
     assert abs(got / 3.4554 - 1) < 0.005
 

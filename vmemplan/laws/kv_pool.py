@@ -33,8 +33,6 @@ from vmemplan.core.units import cdiv
 from vmemplan.laws.kv_groups import (
     KvCacheGroup,
     PoolContext,
-    UngroupableSpecs,
-    _bucket_by_uniform_type,
     _groups_block_outermost,
     _make_groups,
     _with_retained_tokens,
@@ -42,6 +40,7 @@ from vmemplan.laws.kv_groups import (
     bytes_per_block,
     group_kv_cache_specs,
 )
+from vmemplan.laws.kv_spec_relations import UngroupableSpecs, _bucket_by_uniform_type
 
 __all__ = [
     "PoolContext",

@@ -24,13 +24,25 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from vmemplan.core.errors import ModelConfigError, UsageError
 from vmemplan.core.graph import GraphContext, WeightTensor
 from vmemplan.core.kv_specs import CrossAttentionSpec, FullAttentionSpec, kv_dtype_bytes
 from vmemplan.core.units import dtype_bytes
 from vmemplan.laws import multimodal as mm_law
 from vmemplan.models.base import register, rope_cache_positions
 from vmemplan.models.dense import LlamaLike, Qwen2, Qwen3, pad_vocab
+from vmemplan.models.vision_towers import (
+    _need,
+    _tower_tp,
+    _uses_mrope,
+    _vision,
+    clip_tower,
+    mllama_tower,
+    mrope_cache_positions,
+    pixtral_tower,
+    qwen2_5_vl_tower,
+    qwen3_vl_tower,
+    siglip_tower,
+)
 
 __all__ = [
     "VisionEncoderMixin",
@@ -57,266 +69,6 @@ QWEN2_VL_MAX_PIXELS = 28 * 28 * 1280
 # (transformers/models/qwen3_vl/processing_qwen3_vl.py uses Qwen2VLImageProcessorFast).
 
 
-def _vision(config: Any) -> Mapping[str, Any]:
-    vc = config.raw.get("vision_config")
-    if not isinstance(vc, Mapping):
-        raise ModelConfigError(f"{config.architecture}: config.json lacks vision_config")
-    return vc
-
-
-def _need(vc: Mapping[str, Any], *keys: str) -> int:
-    for k in keys:
-        v = vc.get(k)
-        if isinstance(v, int) and not isinstance(v, bool):
-            return v
-    raise ModelConfigError(f"config.json vision_config lacks {keys[0]!r}",
-                           hint="vmemplan needs the vision tower's dimensions")
-
-
-def _split(n: int, tp: int, what: str) -> int:
-    if n % tp:
-        raise UsageError(f"--tensor-parallel-size {tp} does not divide the vision tower's {what} ({n})",
-                         hint="use a divisor, or --mm-encoder-tp-mode data to keep the tower whole")
-    return n // tp
-
-
-def _enc(name: str, rows: int, cols: int = 1, count: int = 1) -> WeightTensor:
-    return WeightTensor(f"visual.{name}", "encoder", rows, cols, count)
-
-
-def _tower_tp(ctx: GraphContext) -> int:
-    return 1 if ctx.mm_encoder_tp_mode == "data" else ctx.tensor_parallel_size
-
-
-def mrope_cache_positions(config: Any, positions_factor: int = 4) -> tuple[int, int]:
-    """(positions, rotary_dim) of the multimodal rotary cache: ``max_position × 4`` rows.
-
-    Mirrors vllm/model_executor/layers/rotary_embedding/mrope.py::MRotaryEmbedding
-    (``cache_max_position_num = max_position_embeddings * positions_factor``, factor 4 from
-    get_rope's ``mrope_positions_factor``; 0.11.0 already used × 4)."""
-    text = config.text
-    partial = text.get("partial_rotary_factor", 1.0)
-    if not isinstance(partial, (int, float)) or partial <= 0:
-        partial = 1.0
-    return config.max_position_embeddings * positions_factor, int(config.head_dim * partial)
-
-
-def _uses_mrope(config: Any) -> bool:
-    rs = config.rope_scaling() or {}
-    return "mrope_section" in rs or str(rs.get("type", rs.get("rope_type", ""))) == "mrope"
-
-
-# --------------------------------------------------------------------------------------
-# Towers (pure shape lists)
-# --------------------------------------------------------------------------------------
-
-
-def qwen2_5_vl_tower(vc: Mapping[str, Any], tp: int) -> list[WeightTensor]:
-    """Qwen2.5-VL vision transformer (qwen2_5_vl.py::Qwen2_5_VisionTransformer, 0.33.0):
-    Conv3d patch embed (no bias), ``depth`` blocks of [RMSNorm ×2, qkv (bias), proj (bias),
-    gated MLP gate_up/down (bias)], a merger [RMSNorm, Linear(4c→4c), Linear(4c→out)] and a
-    rotary cache of 8192 × head_dim/2."""
-    c = _need(vc, "hidden_size", "embed_dim")
-    depth = _need(vc, "depth", "num_hidden_layers")
-    heads = _need(vc, "num_heads", "num_attention_heads")
-    inter = _need(vc, "intermediate_size")
-    out = _need(vc, "out_hidden_size")
-    patch = _need(vc, "patch_size", "spatial_patch_size")
-    tpatch = int(vc.get("temporal_patch_size", 2))
-    merge = int(vc.get("spatial_merge_size", 2))
-    chans = int(vc.get("in_chans", vc.get("in_channels", 3)))
-    _split(heads, tp, "attention heads")
-    qkv = 3 * _split(c, tp, "width")
-    i = _split(inter, tp, "MLP width")
-    m = c * merge * merge
-    return [
-        _enc("patch_embed.proj", c, chans * tpatch * patch * patch),
-        _enc("blocks.norm1+norm2", c, 1, 2 * depth),
-        _enc("blocks.attn.qkv", qkv, c, depth), _enc("blocks.attn.qkv.bias", qkv, 1, depth),
-        _enc("blocks.attn.proj", c, c // tp, depth), _enc("blocks.attn.proj.bias", c, 1, depth),
-        _enc("blocks.mlp.gate_up_proj", 2 * i, c, depth), _enc("blocks.mlp.gate_up_proj.bias", 2 * i, 1, depth),
-        _enc("blocks.mlp.down_proj", c, i, depth), _enc("blocks.mlp.down_proj.bias", c, 1, depth),
-        _enc("merger.ln_q", c),
-        _enc("merger.mlp.0", m // tp, m), _enc("merger.mlp.0.bias", m // tp),
-        _enc("merger.mlp.2", out, m // tp), _enc("merger.mlp.2.bias", out),
-        WeightTensor("visual.rotary_pos_emb.cos_sin_cache", "buffer", 8192, (c // heads) // 2),
-    ]
-
-
-def qwen3_vl_tower(vc: Mapping[str, Any], tp: int) -> list[WeightTensor]:
-    """Qwen3-VL vision transformer (qwen3_vl.py::Qwen3_VisionTransformer, 0.33.0): Conv3d
-    patch embed with bias, a learned position table (``num_position_embeddings`` × c),
-    ``depth`` blocks of [LayerNorm ×2 (weight+bias), qkv (bias), proj (bias), fc1/fc2 (bias)],
-    a merger and one deepstack merger per ``deepstack_visual_indexes`` entry (post-shuffle
-    LayerNorm of 4c), and a rotary cache of 8192 × head_dim/2."""
-    c = _need(vc, "hidden_size")
-    depth = _need(vc, "depth", "num_hidden_layers")
-    heads = _need(vc, "num_heads", "num_attention_heads")
-    inter = _need(vc, "intermediate_size")
-    out = _need(vc, "out_hidden_size")
-    patch = _need(vc, "patch_size")
-    tpatch = int(vc.get("temporal_patch_size", 2))
-    merge = int(vc.get("spatial_merge_size", 2))
-    chans = int(vc.get("in_channels", vc.get("in_chans", 3)))
-    npos = _need(vc, "num_position_embeddings")
-    deep = len(vc.get("deepstack_visual_indexes") or [])
-    _split(heads, tp, "attention heads")
-    qkv = 3 * _split(c, tp, "width")
-    i = _split(inter, tp, "MLP width")
-    m = c * merge * merge
-
-    def merger(prefix: str, norm_width: int, count: int) -> list[WeightTensor]:
-        if not count:
-            return []
-        return [
-            _enc(f"{prefix}.norm", norm_width, 1, 2 * count),
-            _enc(f"{prefix}.linear_fc1", m // tp, m, count), _enc(f"{prefix}.linear_fc1.bias", m // tp, 1, count),
-            _enc(f"{prefix}.linear_fc2", out, m // tp, count), _enc(f"{prefix}.linear_fc2.bias", out, 1, count),
-        ]
-
-    return [
-        _enc("patch_embed.proj", c, chans * tpatch * patch * patch), _enc("patch_embed.proj.bias", c),
-        _enc("pos_embed", npos, c),
-        _enc("blocks.norm1+norm2", c, 1, 4 * depth),  # LayerNorm weight + bias, twice
-        _enc("blocks.attn.qkv", qkv, c, depth), _enc("blocks.attn.qkv.bias", qkv, 1, depth),
-        _enc("blocks.attn.proj", c, c // tp, depth), _enc("blocks.attn.proj.bias", c, 1, depth),
-        _enc("blocks.mlp.linear_fc1", i, c, depth), _enc("blocks.mlp.linear_fc1.bias", i, 1, depth),
-        _enc("blocks.mlp.linear_fc2", c, i, depth), _enc("blocks.mlp.linear_fc2.bias", c, 1, depth),
-        *merger("merger", c, 1),
-        *merger("deepstack_merger_list", m, deep),
-        WeightTensor("visual.rotary_pos_emb.cos_sin_cache", "buffer", 8192, (c // heads) // 2),
-    ]
-
-
-def pixtral_tower(vc: Mapping[str, Any], tp: int, num_layers: int | None = None) -> list[WeightTensor]:
-    """Pixtral-HF vision encoder (pixtral.py::PixtralHFVisionModel, 0.33.0): Conv2d patch
-    embed (no bias), RMSNorm ln_pre, layers of [RMSNorm ×2, qkv, o_proj, gated MLP], no biases.
-    (The 2-D rotary table is a small fp32 buffer, not counted.)"""
-    c = _need(vc, "hidden_size")
-    layers = num_layers if num_layers is not None else _need(vc, "num_hidden_layers")
-    heads = _need(vc, "num_attention_heads")
-    hd = int(vc.get("head_dim") or c // heads)
-    inter = _need(vc, "intermediate_size")
-    patch = _need(vc, "patch_size")
-    chans = int(vc.get("num_channels", 3))
-    h = _split(heads, tp, "attention heads")
-    i = _split(inter, tp, "MLP width")
-    return [
-        _enc("patch_conv", c, chans * patch * patch),
-        _enc("ln_pre", c),
-        _enc("transformer.layers.attention_norm+ffn_norm", c, 1, 2 * layers),
-        _enc("transformer.layers.attention.qkv_proj", 3 * h * hd, c, layers),
-        _enc("transformer.layers.attention.o_proj", c, h * hd, layers),
-        _enc("transformer.layers.feed_forward.gate_up_proj", 2 * i, c, layers),
-        _enc("transformer.layers.feed_forward.down_proj", c, i, layers),
-    ]
-
-
-def _clip_like(vc: Mapping[str, Any], tp: int, layers: int, *, class_token: bool, pre_norm: bool,
-               post_norm: bool, prefix: str) -> list[WeightTensor]:
-    c = _need(vc, "hidden_size")
-    heads = _need(vc, "num_attention_heads")
-    inter = _need(vc, "intermediate_size")
-    patch = _need(vc, "patch_size")
-    size = _need(vc, "image_size")
-    chans = int(vc.get("num_channels", 3))
-    _split(heads, tp, "attention heads")
-    q = _split(c, tp, "width")
-    i = _split(inter, tp, "MLP width")
-    positions = (size // patch) ** 2 + (1 if class_token else 0)
-
-    def t(name: str, rows: int, cols: int = 1, count: int = 1) -> WeightTensor:
-        return WeightTensor(f"{prefix}.{name}", "encoder", rows, cols, count)
-
-    out = [
-        t("embeddings.patch_embedding", c, chans * patch * patch),
-        t("embeddings.position_embedding", positions, c),
-    ]
-    if class_token:
-        out.append(t("embeddings.class_embedding", c))
-    else:
-        out.append(t("embeddings.patch_embedding.bias", c))
-    if pre_norm:
-        out.append(t("pre_layrnorm", c, 1, 2))
-    out += [
-        t("encoder.layers.layer_norm1+layer_norm2", c, 1, 4 * layers),
-        t("encoder.layers.self_attn.qkv_proj", 3 * q, c, layers), t("encoder.layers.self_attn.qkv_proj.bias", 3 * q, 1, layers),
-        t("encoder.layers.self_attn.out_proj", c, q, layers), t("encoder.layers.self_attn.out_proj.bias", c, 1, layers),
-        t("encoder.layers.mlp.fc1", i, c, layers), t("encoder.layers.mlp.fc1.bias", i, 1, layers),
-        t("encoder.layers.mlp.fc2", c, i, layers), t("encoder.layers.mlp.fc2.bias", c, 1, layers),
-    ]
-    if post_norm:
-        out.append(t("post_layernorm", c, 1, 2))
-    return out
-
-
-def clip_tower(vc: Mapping[str, Any], tp: int, num_layers: int | None = None) -> list[WeightTensor]:
-    """CLIP vision tower (clip.py::CLIPVisionTransformer, 0.33.0): class token, Conv2d patch
-    embed (no bias), position table of patches + 1, pre-LayerNorm, layers with biased
-    qkv/out/fc1/fc2 and two LayerNorms; the post-LayerNorm only when every layer is used."""
-    total = _need(vc, "num_hidden_layers")
-    layers = total if num_layers is None else num_layers
-    return _clip_like(vc, tp, layers, class_token=True, pre_norm=True, post_norm=layers == total,
-                      prefix="vision_tower.vision_model")
-
-
-def siglip_tower(vc: Mapping[str, Any], tp: int, num_layers: int | None = None,
-                 post_norm: bool = True) -> list[WeightTensor]:
-    """SigLIP vision tower as Gemma-3 uses it (siglip.py::SiglipVisionTransformer, 0.33.0):
-    Conv2d patch embed with bias, position table of patches (no class token), layers as CLIP,
-    post-LayerNorm, no attention-pool head."""
-    total = _need(vc, "num_hidden_layers")
-    layers = total if num_layers is None else num_layers
-    return _clip_like(vc, tp, layers, class_token=False, pre_norm=False, post_norm=post_norm,
-                      prefix="vision_tower.vision_model")
-
-
-def mllama_tower(vc: Mapping[str, Any], tp: int, text_hidden: int) -> list[WeightTensor]:
-    """Llama-3.2-Vision encoder and projector (mllama.py::MllamaVisionModel, 0.6.6–0.10.x):
-    unfold + ColumnParallelLinear patch embed (no bias), class token, gated position table
-    ``P × c`` plus a tile-position table ``(aspect ratios + 1) × tiles·P·c`` (P = (image/patch)² + 1),
-    two gated aspect-ratio tables ``(aspect ratios + 1) × tiles·c``, pre/post LayerNorm, a local
-    transformer of ``num_hidden_layers`` and a gated global one of ``num_global_layers`` (qkv and
-    o without bias, CLIP MLP with bias), and the multimodal projector Linear(vision_output_dim →
-    text hidden, bias) with gathered output."""
-    c = _need(vc, "hidden_size")
-    local = _need(vc, "num_hidden_layers")
-    glob = _need(vc, "num_global_layers")
-    heads = _need(vc, "attention_heads", "num_attention_heads")
-    inter = _need(vc, "intermediate_size")
-    patch = _need(vc, "patch_size")
-    size = _need(vc, "image_size")
-    tiles = _need(vc, "max_num_tiles")
-    out_dim = _need(vc, "vision_output_dim")
-    chans = int(vc.get("num_channels", 3))
-    ratios = vc.get("supported_aspect_ratios")
-    n_ratios = len(ratios) if isinstance(ratios, list) and ratios else 8
-    n = local + glob
-    P = (size // patch) ** 2 + 1
-    _split(heads, tp, "attention heads")
-    q = _split(c, tp, "width")
-    i = _split(inter, tp, "MLP width")
-    return [
-        _enc("patch_embedding._linear", q, chans * patch * patch),
-        _enc("class_embedding", c),
-        _enc("gated_positional_embedding.embedding", P, c),
-        _enc("gated_positional_embedding.tile_embedding", n_ratios + 1, tiles * P * c),
-        _enc("gated_positional_embedding.gate", 1),
-        _enc("pre/post_tile_positional_embedding.embedding", n_ratios + 1, tiles * c, 2),
-        _enc("pre/post_tile_positional_embedding.gate", 1, 1, 2),
-        _enc("layernorm_pre+layernorm_post", c, 1, 4),
-        _enc("layers.self_attn.qkv_proj", 3 * q, c, n),
-        _enc("layers.self_attn.o_proj", c, q, n),
-        _enc("layers.mlp.fc1", i, c, n), _enc("layers.mlp.fc1.bias", i, 1, n),
-        _enc("layers.mlp.fc2", c, i, n), _enc("layers.mlp.fc2.bias", c, 1, n),
-        _enc("layers.input_layernorm+post_attention_layernorm", c, 1, 4 * n),
-        _enc("global_transformer.layers.gate_attn+gate_ffn", 1, 1, 2 * glob),
-        WeightTensor("multi_modal_projector", "encoder", text_hidden, out_dim),
-        WeightTensor("multi_modal_projector.bias", "encoder", text_hidden, 1),
-    ]
-
-
-# --------------------------------------------------------------------------------------
 # The mixin
 # --------------------------------------------------------------------------------------
 
