@@ -40,7 +40,6 @@ from typing import Any, Literal
 from vmemplan.core.errors import UsageError
 from vmemplan.core.graph import GraphContext
 from vmemplan.core.units import cdiv
-from vmemplan.sim import SimConfig
 
 __all__ = [
     "Binding",
@@ -577,6 +576,8 @@ def sim_config_from_plan(plan: Any, *, max_steps: int = 2_000_000) -> tuple[Any,
                      f"{block} tokens (pool ÷ {n}), an approximation")
     if fixed:
         notes.append(f"each request holds {fixed} fixed block(s) while it runs (window rings, recurrent state)")
+    from vmemplan.sim import SimConfig  # the simulator's import is paid by --simulate only
+
     cfg = SimConfig(num_blocks=max(num_blocks, 2), block_size=block,
                     max_num_batched_tokens=int(e.max_num_batched_tokens), max_num_seqs=int(e.max_num_seqs),
                     fixed_blocks_per_request=fixed, max_steps=max_steps)

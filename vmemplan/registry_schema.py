@@ -8,6 +8,7 @@ law: the cost model hands the overhead and activation laws their constants
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from typing import Any, Literal
@@ -253,6 +254,7 @@ class CostModel(_Strict):
 _VERSION_RE = re.compile(r"^\s*v?(\d+)\.(\d+)(?:\.(\d+))?")
 
 
+@functools.lru_cache(maxsize=256)  # pure; a sweep asks for the same few versions per point
 def parse_vllm_version(text: str) -> tuple[int, int, int]:
     """``"0.13.0+faa43dbf.nv26.01"`` → ``(0, 13, 0)``; suffixes (rc, dev, post, local) are ignored."""
     m = _VERSION_RE.match(str(text))

@@ -122,3 +122,24 @@ def test_qwen2_partial_window_is_refused_like_vllm():
     adapter = adapter_for(ModelConfig.from_dict(cfg))
     with pytest.raises(UsageError):
         adapter.kv_cache_specs(GraphContext(max_model_len=L))
+
+
+@pytest.mark.parametrize("paste", [False, True])
+def test_disable_sliding_window_on_the_command_line(capsys, paste):
+    """Typed or pasted, the flag reaches the plan (it was parsed and then dropped as not modelled):
+    Mistral-7B's 32 windowed layers become full attention and the derived context is capped to
+    the 4,096-token window, so a request holds cdiv(4096, 16) = 256 blocks of 16 tokens."""
+    import json
+
+    from tests.request._cli import run
+
+    args = (["size", "--gpu", "h100", "--format", "json", "--", "vllm", "serve", "mistralai/Mistral-7B-v0.1",
+             "--disable-sliding-window"] if paste else
+            ["size", "mistralai/Mistral-7B-v0.1", "--gpu", "h100", "--disable-sliding-window", "--format", "json"])
+    r = run(args, capsys)
+    assert r.code == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert "--disable-sliding-window" in d["vllm_args"]["modelled"]
+    assert d["engine"]["max_model_len"] == 4096
+    assert {g["kind"] for g in d["kv_cache"]["groups"]} == {"full_attention"}
+    assert d["kv_cache"]["max_concurrency"] == d["kv_cache"]["tokens"] / 4096

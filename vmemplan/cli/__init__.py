@@ -22,7 +22,7 @@ from vmemplan._version import __version__
 
 PROG_NAME = "vmemplan"
 
-app = typer.Typer(
+_app = typer.Typer(
     name=PROG_NAME,
     help="Plan vLLM GPU memory before you boot a GPU.",
     no_args_is_help=True,
@@ -77,7 +77,7 @@ def _install_completion(value: str | None) -> None:
         raise typer.Exit()
 
 
-@app.callback()
+@_app.callback()
 def _root(
     version: bool = typer.Option(False, "--version", "-V", callback=_version, is_eager=True,
                                  help="Show the version and exit."),
@@ -129,28 +129,58 @@ class _Command(typer.core.TyperCommand):
             param.metavar = METAVARS.get(param.name, default)
 
 
-def _add(name: str, command: object, cls: type = _Command) -> None:
-    app.command(name, cls=cls)(command)  # type: ignore[arg-type]
+#: Each command: (module, function, whether it takes every vLLM flag).  A command's module is
+#: imported only when that command runs (or when the whole ``app`` is asked for: ``--help``, an
+#: unknown command, tests), so ``size`` does not pay for ``sweep``'s or ``explain-log``'s imports.
+COMMANDS: dict[str, tuple[str, str, bool]] = {
+    "size": ("vmemplan.cli.size", "size", True),
+    "gpus": ("vmemplan.cli.registry_cmds", "gpus", False),
+    "models": ("vmemplan.cli.registry_cmds", "models", False),
+    "concurrency": ("vmemplan.cli.concurrency", "concurrency", True),
+    "sweep": ("vmemplan.cli.sweep", "sweep", True),
+    "explain-log": ("vmemplan.cli.explain_log", "explain_log", False),
+}
+_registered: list[str] = []
 
 
-from vmemplan.cli._vllm_args import VllmCommand  # noqa: E402 - every vLLM flag, `-- vllm serve ...`
-from vmemplan.cli.registry_cmds import gpus, models  # noqa: E402
-from vmemplan.cli.size import size  # noqa: E402
+def _register(names: list[str] | None = None) -> typer.Typer:
+    """Add the named commands (all when ``None``) to the typer app, in the table's order."""
+    import importlib
+
+    wanted = [n for n in COMMANDS if (names is None or n in names) and n not in _registered]
+    for name in wanted:
+        module, function, vllm_flags = COMMANDS[name]
+        cls: type = _Command
+        if vllm_flags:
+            from vmemplan.cli._vllm_args import VllmCommand
+
+            cls = type("_PlanCommand", (VllmCommand, _Command), {
+                "__doc__": "A planning command: every vLLM flag and a pasted command, with readable help metavars."})
+        command = getattr(importlib.import_module(module), function)
+        _app.command(name, cls=cls)(command)
+        _registered.append(name)
+    order = list(COMMANDS)
+    _app.registered_commands.sort(key=lambda info: order.index(info.name) if info.name in order else len(order))
+    return _app
 
 
-class _PlanCommand(VllmCommand, _Command):
-    """A planning command: every vLLM flag and a pasted command, with readable help metavars."""
+def __getattr__(name: str) -> object:
+    """``vmemplan.cli.app``: the typer app with every command registered."""
+    if name == "app":
+        return _register()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-_add("size", size, _PlanCommand)
-_add("gpus", gpus)
-_add("models", models)
-_add("concurrency", __import__("vmemplan.cli.concurrency", fromlist=["_"]).concurrency, _PlanCommand)
-_add("sweep", __import__("vmemplan.cli.sweep", fromlist=["_"]).sweep, _PlanCommand)
-
-from vmemplan.cli.explain_log import explain_log  # noqa: E402
-
-_add("explain-log", explain_log)
+def _command_named(argv: list[str]) -> str | None:
+    """The command ``argv`` runs, when it names one before any help flag; else ``None``."""
+    for arg in argv:
+        if arg in ("-h", "--help"):
+            return None
+        if arg in ("--show-completion", "--install-completion"):
+            return None
+        if not arg.startswith("-"):
+            return arg if arg in COMMANDS else None
+    return None
 
 
 def _debug() -> bool:
@@ -250,7 +280,10 @@ def main(argv: list[str] | None = None) -> None:
                "run it with standard output open (a terminal, a file or a pipe)")
         sys.exit(int(ExitCode.BAD_INPUT))
     try:
-        code = app(args=argv, prog_name=PROG_NAME, standalone_mode=False)
+        args = sys.argv[1:] if argv is None else argv
+        command = _command_named(args)
+        code = _register(None if command is None else [command])(args=args, prog_name=PROG_NAME,
+                                                                 standalone_mode=False)
         if sys.stdout is not None:
             sys.stdout.flush()
     except VmemplanError as error:  # a command without @reports_errors

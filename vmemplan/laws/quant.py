@@ -177,10 +177,20 @@ class QuantScheme:
             if m:
                 specific.setdefault(int(m.group(1)), []).append(p)
         n = 0
-        for i in range(units):
+        # Units with no layer-specific pattern share one answer when no generic pattern can
+        # tell one layer number from another (:func:`_layer_free`): evaluate it once, so a
+        # plan's cost does not grow with layers x experts.  Otherwise every unit is checked.
+        shared: bool | None = None
+        if not generic:
+            shared = False
+        elif all(_layer_free(p, self.match_mode) for p in generic):
+            shared = self._module_skipped(t.name, 0, generic, self.match_mode)
+        for i in range(units) if shared is None else sorted(k for k in specific if k < units):
             pats = generic + specific.get(i, [])
             if pats and self._module_skipped(t.name, i, pats, self.match_mode):
                 n += 1
+        if shared:
+            n += units - len([k for k in specific if k < units])
         self._cache[key] = n
         return n
 
@@ -227,6 +237,38 @@ def _match(module: str, pattern: str, mode: str = "pattern") -> bool:
     if any(c in pattern for c in "*?["):
         return fnmatch.fnmatchcase(module, pattern) or fnmatch.fnmatchcase(module, pattern + ".*")
     return module == pattern or module.endswith("." + pattern)
+
+
+def _layer_free(pattern: str, mode: str) -> bool:
+    """Whether ``pattern`` matches ``model.layers.{L}.<module>`` alike for every layer number L.
+
+    Conservative: only the layer's digit run differs between such names, so a pattern holding
+    no digit can tell layers apart only through what may consume a digit - a glob's ``?`` or
+    ``[``, a regex's ``.`` that is not ``.*``, a class (``[``, ``\\d``, ``\\w``) or a count
+    (``{``).  A digit-free pattern without those answers the same for every L: its literals
+    never match a digit, and ``.*`` / ``*`` absorb a digit run of any length.
+    """
+    if any(c.isdigit() for c in pattern):
+        return False
+    if mode in ("exact", "substring"):
+        return True
+    if pattern.startswith("re:"):
+        body = pattern[3:]
+        i = 0
+        while i < len(body):
+            c = body[i]
+            if c == "\\":
+                if i + 1 >= len(body) or body[i + 1].isalnum():
+                    return False
+                i += 2
+                continue
+            if c in "[{":
+                return False
+            if c == "." and body[i + 1:i + 2] != "*":
+                return False
+            i += 1
+        return True
+    return not any(c in pattern for c in "?[")
 
 
 def _dtype_width(name: str) -> int:

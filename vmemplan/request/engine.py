@@ -26,7 +26,7 @@ _ENGINE_KEYS = (
     "speculative_config", "limit_mm_per_prompt", "skip_mm_profiling", "mm_encoder_tp_mode", "runner",
     "revision", "gpu_total_memory", "gpu_memory_in_use",
     "enable_lora", "max_loras", "max_lora_rank", "lora_dtype", "fully_sharded_loras", "hf_overrides",
-    "cpu_offload_gb",
+    "cpu_offload_gb", "disable_sliding_window",
 )
 
 
