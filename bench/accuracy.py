@@ -181,6 +181,48 @@ def band_table(rows: list[BandRow]) -> tuple[float, float]:
     return coverage, med
 
 
+def term_band_table() -> None:
+    """Leave-one-log-out coverage of each estimated term's own band, on the logs that print it."""
+    from statistics import median
+
+    import calibrate_bands
+    from vmemplan.laws.bands import TERMS, term_band_width
+    from vmemplan.pipeline import plan_memory
+
+    seen: dict[str, list[tuple[str, bool, float]]] = {t: [] for t in TERMS}
+    for path in (CASES, EXTENDED):
+        for case in load_cases(path):
+            logged = calibrate_bands.logged_terms(case["log"])
+            if not logged:
+                continue
+            req = resolve_case(case)
+            data = req.registry.bands
+            if dict(data.excluded).get(case["log"]) is not None:
+                continue
+            plan = plan_memory(req)
+            era = req.registry.cost_model.era_for(req.vllm_version, engine=req.rules.engine).id
+            requested = plan.per_rank.requested_memory_bytes
+            for term, value in logged.items():
+                width = term_band_width(data, term, era=era, family=req.adapter.family, exclude_log=case["log"])
+                if width is None:
+                    continue
+                half = width.half_width_fraction * requested
+                est = getattr(plan.per_rank, term)
+                seen[term].append((case["log"], max(0.0, est - half) <= value <= est + half,
+                                   width.half_width_fraction))
+    print("Each estimated term's own band, leave-one-log-out, on the logs that print the term")
+    print(f"{'term':<24} {'logs':>4} {'covered':>7} {'coverage':>8} {'median half-width':>18}")
+    for term, rows in seen.items():
+        if not rows:
+            print(f"{term:<24} {0:>4}  (no corpus log prints it: no band)")
+            continue
+        cov = sum(c for _, c, _ in rows)
+        print(f"{term:<24} {len(rows):>4} {cov:>7} {cov / len(rows):>8.0%} {median(w for *_, w in rows):>17.2%}")
+        for log, covered, w in rows:
+            if not covered:
+                print(f"  outside its band: {log} (half-width {w:.2%})")
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if "--bands" not in argv:
@@ -189,6 +231,8 @@ def main(argv: list[str] | None = None) -> int:
         table(run(EXTENDED), "MoE, quantized, windowed and multimodal models, known GPU")
         print()
     band_table(band_rows())
+    print()
+    term_band_table()
     return 0
 
 

@@ -6,7 +6,10 @@ flags and release, and record
 
     residual = (predicted available KV − logged available KV) / requested budget
 
-with the log's cost-model era and model family.  vmemplan/laws/bands.py draws each plan's band
+with the log's cost-model era and model family.  Where the log also prints one of the estimated
+terms themselves (the activation peak, the non-torch growth, the CUDA-graph memory; see
+TERM_SOURCES), the same residual is recorded for that term, so that each estimated figure gets a
+band of its own (vmemplan/laws/bands.py::term_band_width).  vmemplan/laws/bands.py draws each plan's band
 from these (largest |residual| of the plan's group), and bench/accuracy.py checks the bands
 leave-one-log-out.  Logs whose miss comes from a setup the cost model does not describe (listed
 in EXCLUDED with the reason) are recorded apart and never widen a band.
@@ -46,6 +49,39 @@ EXCLUDED = {
 }
 
 
+#: Which log figure measures each estimated term, as vmemplan.explain reads it:
+#: activation: "PyTorch activation peak memory takes X GiB" (V1 0.7-0.10), or V0's
+#: peak_torch_memory minus the weights ("Memory profiling results", 0.6.x);
+#: non-torch: "non_torch_memory takes X GiB" / V0's non_torch_memory;
+#: CUDA graphs: "Graph capturing finished in S secs, took X GiB" (the capture's real memory).
+TERM_SOURCES = {
+    "activation_peak_bytes": "activation_peak_bytes, or peak_torch_bytes - weights_bytes",
+    "non_torch_bytes": "non_torch_bytes",
+    "cuda_graph_bytes": "cuda_graph_bytes",
+}
+
+
+def logged_terms(log_name: str) -> dict[str, float]:
+    """The estimated terms the log prints itself, in bytes (first startup, rank 0)."""
+    from vmemplan.explain.parse import parse_log, read_log_bytes
+
+    text = read_log_bytes((ROOT / "tests" / "fixtures" / "logs" / log_name).read_bytes())
+    startups = parse_log(text)
+    if not startups:
+        return {}
+    f = startups[0].figures
+    out: dict[str, float] = {}
+    if f.activation_peak_bytes is not None:
+        out["activation_peak_bytes"] = f.activation_peak_bytes
+    elif f.peak_torch_bytes is not None and f.weights_bytes is not None:
+        out["activation_peak_bytes"] = f.peak_torch_bytes - f.weights_bytes
+    if f.non_torch_bytes is not None:
+        out["non_torch_bytes"] = f.non_torch_bytes
+    if f.cuda_graph_bytes is not None:
+        out["cuda_graph_bytes"] = f.cuda_graph_bytes
+    return out
+
+
 def residual_rows() -> tuple[list[dict], list[dict]]:
     from vmemplan.pipeline import plan_memory
 
@@ -62,6 +98,10 @@ def residual_rows() -> tuple[list[dict], list[dict]]:
             row = {"log": case["log"], "era": era, "family": req.adapter.family,
                    "vllm_version": str(case["vllm_version"]), "residual_fraction": round(frac, 6),
                    "residual_gib": round((predicted - logged) / GIB, 3)}
+            terms = {term: round((getattr(plan.per_rank, term) - value) / requested, 6)
+                     for term, value in logged_terms(case["log"]).items()}
+            if terms:
+                row["terms"] = terms
             if case["log"] in EXCLUDED:
                 excluded.append({**row, "reason": EXCLUDED[case["log"]]})
             else:
@@ -79,6 +119,9 @@ def render(rows: list[dict], excluded: list[dict]) -> str:
         "statistic": "residual = (predicted - logged available KV) / requested budget; a plan's half-width is the "
                      "largest |residual| of its cost-model era x model family group (>= min_logs logs), else of its "
                      "family, else of all logs, floored at floor_fraction",
+        "term_statistic": "terms: the same residual for each estimated figure the log prints itself ("
+                          + "; ".join(f"{k} from the log's {v}" for k, v in TERM_SOURCES.items())
+                          + "); a figure's half-width is drawn from the logs that print it, by the same rule",
         "min_logs": MIN_LOGS,
         "floor_fraction": FLOOR_FRACTION,
         "residuals": rows,
@@ -100,7 +143,8 @@ def main(argv: list[str]) -> int:
         return 0 if same else 1
     OUT.write_text(text, encoding="utf-8")
     for r in rows:
-        print(f"{r['log']:<45} {r['era']:<15} {r['family']:<6} {r['residual_fraction']*100:+7.3f}% of budget")
+        terms = "  ".join(f"{k.replace('_bytes', '')} {v*100:+.3f}%" for k, v in r.get("terms", {}).items())
+        print(f"{r['log']:<45} {r['era']:<15} {r['family']:<6} {r['residual_fraction']*100:+7.3f}% of budget  {terms}")
     for e in excluded:
         print(f"{e['log']:<45} excluded: {e['reason']}")
     print(f"wrote {OUT.relative_to(ROOT)}")

@@ -91,6 +91,7 @@ def assemble(req: ResolvedRequest, graph: ModelGraph, over: Overheads, bud: Budg
     if band is not None:
         prov = (*prov, Provenance("available_kv_cache_bytes.band", list(band.available_kv_cache_bytes_range),
                                   "estimated", band.describe()))
+        prov = (*prov, *(_term_provenance(t) for t in band.terms))
     result = replace(result, outcome=band.outcome if band is not None else
                      ("starts" if result.starts else "does_not_start"))
     return MemoryPlan(
@@ -102,6 +103,14 @@ def assemble(req: ResolvedRequest, graph: ModelGraph, over: Overheads, bud: Budg
         ranks=bud.ranks if req.pipeline_parallel_size > 1 else (), parameters=graph.parameters, pool=kv_pool,
         notes=tuple(req.source.notes) + tuple(req.notes), rules=req.rules, band=band,
     )
+
+
+def _term_provenance(t: Any) -> Provenance:
+    w = t.width
+    return Provenance(f"{t.term}.band", list(t.range_bytes), "estimated",
+                      f"± {w.half_width_fraction:.2%} of the budget: largest residual on this figure of "
+                      f"{len(w.logs)} corpus logs that print it ({w.level.replace('_', ' × ')} group {w.group}; "
+                      "registry bands.yaml)")
 
 
 def _band(req: ResolvedRequest, over: Overheads, bud: Budget, kv_pool: PoolPlan, result: Verdict) -> Any:
@@ -128,8 +137,12 @@ def _band(req: ResolvedRequest, over: Overheads, bud: Budget, kv_pool: PoolPlan,
         return (p.num_blocks, p.kv_cache_tokens, p.max_concurrency,
                 others_ok and avail > 0 and p.fits_one_request, p)
 
-    return band_law.kv_band(available_kv_cache_bytes=fullest.available_kv_cache_bytes,
+    band = band_law.kv_band(available_kv_cache_bytes=fullest.available_kv_cache_bytes,
                             requested_bytes=bud.requested_bytes, width=width, resize=resize,
                             central_starts=result.starts)
+    estimates = {t: getattr(fullest, t) for t in band_law.TERMS}
+    terms = band_law.term_bands(data, estimates, era=era, family=req.adapter.family,
+                                requested_bytes=bud.requested_bytes)
+    return replace(band, terms=terms)
 
 

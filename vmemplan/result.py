@@ -178,6 +178,8 @@ class MemoryPlan:
             for r in out.get("ranks", ()):  # every stage's figure carries the same half-width
                 r["available_kv_cache_bytes_range"] = [r["available_kv_cache_bytes"] - b.half_width_bytes,
                                                        r["available_kv_cache_bytes"] + b.half_width_bytes]
+            for t in b.terms:  # the estimated terms' own bands, where some corpus log prints the term
+                per_rank[f"{t.term}_range"] = list(t.range_bytes)
             kv["num_blocks_range"] = list(b.num_blocks_range)
             kv["tokens_range"] = list(b.tokens_range)
             kv["max_concurrency_range"] = list(b.max_concurrency_range)

@@ -184,3 +184,76 @@ def test_every_pipeline_stage_carries_the_half_width(runner):
                                                        r["available_kv_cache_bytes"] + half]
     assert d["per_rank"]["available_kv_cache_bytes_range"] == min(r["available_kv_cache_bytes_range"]
                                                                   for r in d["ranks"])
+
+
+# -- each estimated term's own band ------------------------------------------------------------
+
+
+def _term_data() -> BandData:
+    rows = [
+        BandResidual("a", "e1", "dense", "0.11.0", +0.010, {"cuda_graph_bytes": -0.030}),
+        BandResidual("b", "e1", "dense", "0.11.0", -0.004, {"cuda_graph_bytes": +0.005, "non_torch_bytes": 0.002}),
+        BandResidual("c", "e1", "dense", "0.11.0", +0.002),
+        BandResidual("d", "e2", "dense", "0.10.0", -0.020, {"activation_peak_bytes": -0.001}),
+    ]
+    return BandData(tuple(rows), 3, 0.001, "test", "largest |residual|")
+
+
+def test_term_width_comes_from_the_logs_that_print_the_term():
+    from vmemplan.laws.bands import term_band_width
+
+    data = _term_data()
+    # only a and b print the CUDA-graph memory: fewer than 3 in any group, so all of them decide
+    w = term_band_width(data, "cuda_graph_bytes", era="e1", family="dense")
+    assert (w.level, w.half_width_fraction, w.logs) == ("all", 0.030, ("a", "b"))
+    # leave-one-log-out: without a, b alone
+    assert term_band_width(data, "cuda_graph_bytes", era="e1", family="dense", exclude_log="a").half_width_fraction == 0.005
+    # a term only d prints; a term no log prints has no band
+    assert term_band_width(data, "activation_peak_bytes", era="e1", family="dense").half_width_fraction == 0.001
+    data_without = BandData(data.residuals[2:3], 3, 0.001, "t", "s")
+    assert term_band_width(data_without, "non_torch_bytes", era="e1", family="dense") is None
+
+
+def test_term_bands_floor_the_low_end_at_zero():
+    from vmemplan.laws.bands import term_bands
+
+    bands = term_bands(_term_data(), {"cuda_graph_bytes": 1 * GIB, "non_torch_bytes": 3 * GIB},
+                       era="e1", family="dense", requested_bytes=100 * GIB)
+    by = {b.term: b for b in bands}
+    assert by["cuda_graph_bytes"].half_width_bytes == 3 * GIB  # 0.030 x 100 GiB
+    assert by["cuda_graph_bytes"].range_bytes == (0, 4 * GIB)
+    half = round(0.002 * 100 * GIB)  # b's 0.2 % of the budget, rounded to a byte
+    assert by["non_torch_bytes"].range_bytes == (3 * GIB - half, 3 * GIB + half)
+
+
+def test_terms_parse_and_unknown_terms_are_refused():
+    from vmemplan.core.errors import RegistryInvalid
+
+    base = {"schema_version": 1, "source": "s", "statistic": "t",
+            "residuals": [{"log": "a", "era": "e", "family": "dense", "residual_fraction": 0.01,
+                           "terms": {"cuda_graph_bytes": -0.02}}]}
+    assert parse_band_data(base).residuals[0].terms == {"cuda_graph_bytes": -0.02}
+    bad = json.loads(json.dumps(base))
+    bad["residuals"][0]["terms"] = {"weights_bytes": 0.1}
+    with pytest.raises(RegistryInvalid):
+        parse_band_data(bad)
+
+
+def test_plan_json_carries_each_terms_range(capsys):
+    """The shipped bands.yaml: every estimated term some corpus log prints has a ``<term>_range``
+    beside it, ``estimate ± largest residual × budget`` (low end at least 0)."""
+    from tests.request._cli import run
+    from vmemplan.laws.bands import term_band_width
+    from vmemplan.registry import load_registry
+
+    r = run(["size", "meta-llama/Llama-3.1-8B", "--gpu", "h100", "--format", "json"], capsys)
+    d = json.loads(r.stdout)
+    reg = load_registry()
+    era = reg.cost_model.era_for(d["vllm_version"]).id
+    requested = d["per_rank"]["requested_memory_bytes"]
+    for term in ("activation_peak_bytes", "non_torch_bytes", "cuda_graph_bytes"):
+        w = term_band_width(reg.bands, term, era=era, family="dense")
+        half = int(round(w.half_width_fraction * requested))
+        est = d["per_rank"][term]
+        assert d["per_rank"][f"{term}_range"] == [max(0, est - half), est + half]
+        assert any(p["figure"] == f"{term}.band" for p in d["provenance"])

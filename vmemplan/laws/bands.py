@@ -24,6 +24,12 @@ band around a plan's estimate, purely:
 The band on blocks, tokens and concurrency comes from re-sizing the same KV cache groups at the
 two ends (:func:`kv_band`), and the verdict's tri-state from whether the low end still starts.
 Exact figures (``--kv-cache-memory``) have no band.
+
+Each estimated term has a band of its own too (:func:`term_band_width`): where a log prints the
+term itself (the activation peak, the non-torch growth, the CUDA-graph memory), its residual on
+that term is recorded beside the available-KV one, and the term's half-width is the largest of
+those, chosen by the same group rule.  The available-KV band is not the sum of the term bands:
+it is measured directly on the figure the terms add up to, where their errors partly cancel.
 """
 
 from __future__ import annotations
@@ -42,6 +48,10 @@ __all__ = [
     "KvBand",
     "Outcome",
     "band_width",
+    "term_band_width",
+    "term_bands",
+    "TermBand",
+    "TERMS",
     "kv_band",
     "low_end",
     "outcome_for",
@@ -60,6 +70,12 @@ class BandResidual:
     family: str
     vllm_version: str
     residual_fraction: float  # (predicted − logged) / requested
+    #: the same residual for each estimated term the log prints itself (term -> fraction)
+    terms: Mapping[str, float] = field(default_factory=dict)
+
+
+#: The estimated terms that may carry a band of their own (PerRank field names).
+TERMS = ("activation_peak_bytes", "non_torch_bytes", "cuda_graph_bytes")
 
 
 @dataclass(frozen=True)
@@ -97,6 +113,8 @@ class KvBand:
     width: BandWidth
     # the pool law's result at the low end (what --gate-on low reads); not compared
     low_pool: Any = field(default=None, compare=False, repr=False)
+    #: the estimated terms' own bands (activation peak, non-torch, CUDA graphs)
+    terms: tuple[TermBand, ...] = ()
 
     def describe(self) -> str:
         w = self.width
@@ -121,8 +139,13 @@ def parse_band_data(data: Any) -> BandData:
     for i, r in enumerate(rows):
         if not isinstance(r, Mapping) or not all(isinstance(r.get(k), str) for k in ("log", "era", "family")):
             raise RegistryInvalid(f"bands.yaml: residuals[{i}] needs log, era and family")
+        raw_terms = r.get("terms") or {}
+        if not isinstance(raw_terms, Mapping) or not set(raw_terms) <= set(TERMS):
+            raise RegistryInvalid(f"bands.yaml: residuals[{i}].terms must map {', '.join(TERMS)} to numbers")
+        terms = {str(k): _float(v, f"residuals[{i}].terms.{k}") for k, v in raw_terms.items()}
         residuals.append(BandResidual(r["log"], r["era"], r["family"], str(r.get("vllm_version", "")),
-                                      _float(r.get("residual_fraction"), f"residuals[{i}].residual_fraction")))
+                                      _float(r.get("residual_fraction"), f"residuals[{i}].residual_fraction"),
+                                      terms))
     for key in ("source", "statistic"):
         if not isinstance(data.get(key), str) or not data[key]:
             raise RegistryInvalid(f"bands.yaml: {key} is required")
@@ -138,17 +161,54 @@ def parse_band_data(data: Any) -> BandData:
 def band_width(data: BandData, *, era: str, family: str, exclude_log: str | None = None) -> BandWidth:
     """The half-width for a plan of cost-model era ``era`` and model family ``family``,
     leaving ``exclude_log`` out."""
-    pool = [r for r in data.residuals if r.log != exclude_log]
-    choices: list[tuple[Literal["era_family", "family", "all"], str, list[BandResidual]]] = [
-        ("era_family", f"{era}/{family}", [r for r in pool if r.era == era and r.family == family]),
-        ("family", family, [r for r in pool if r.family == family]),
+    return _width(data, [(r, r.residual_fraction) for r in data.residuals if r.log != exclude_log], era, family)
+
+
+def term_band_width(data: BandData, term: str, *, era: str, family: str,
+                    exclude_log: str | None = None) -> BandWidth | None:
+    """The half-width for one estimated term (one of :data:`TERMS`), from the logs that print it;
+    ``None`` when no log does."""
+    pool = [(r, r.terms[term]) for r in data.residuals if r.log != exclude_log and term in r.terms]
+    return _width(data, pool, era, family) if pool else None
+
+
+def _width(data: BandData, pool: list[tuple[BandResidual, float]], era: str, family: str) -> BandWidth:
+    choices: list[tuple[Literal["era_family", "family", "all"], str, list[tuple[BandResidual, float]]]] = [
+        ("era_family", f"{era}/{family}", [p for p in pool if p[0].era == era and p[0].family == family]),
+        ("family", family, [p for p in pool if p[0].family == family]),
         ("all", "all", pool),
     ]
     for level, group, rows in choices:
         if len(rows) >= data.min_logs or (level == "all" and rows):
-            worst = max(abs(r.residual_fraction) for r in rows)
-            return BandWidth(max(worst, data.floor_fraction), level, group, tuple(r.log for r in rows))
+            worst = max(abs(f) for _, f in rows)
+            return BandWidth(max(worst, data.floor_fraction), level, group, tuple(r.log for r, _ in rows))
     return BandWidth(data.floor_fraction, "none", "none", ())
+
+
+@dataclass(frozen=True)
+class TermBand:
+    """The band on one estimated term: ``estimate ± half_width`` (the low end floored at 0)."""
+
+    term: str
+    half_width_bytes: int
+    range_bytes: tuple[int, int]
+    width: BandWidth
+
+
+def term_bands(data: BandData, estimates: Mapping[str, int], *, era: str, family: str,
+               requested_bytes: int) -> tuple[TermBand, ...]:
+    """A band for every estimated term some corpus log prints (``estimates``: term -> bytes)."""
+    out = []
+    for term in TERMS:
+        if term not in estimates:
+            continue
+        width = term_band_width(data, term, era=era, family=family)
+        if width is None:
+            continue
+        half = int(round(width.half_width_fraction * requested_bytes))
+        est = estimates[term]
+        out.append(TermBand(term, half, (max(0, est - half), est + half), width))
+    return tuple(out)
 
 
 def outcome_for(low_starts: bool, high_starts: bool) -> Outcome:

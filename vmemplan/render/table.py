@@ -15,6 +15,10 @@ if TYPE_CHECKING:
 
 __all__ = ["render_table", "render_tree", "memory_bar", "segments"]
 
+#: The size table's rows that are estimated terms with a band of their own (PerRank field names).
+_TERM_OF_LABEL = {"activation peak": "activation_peak_bytes", "non-torch": "non_torch_bytes",
+                  "CUDA graphs": "cuda_graph_bytes"}
+
 
 def _g(n: int) -> str:
     """GiB with two decimals; exact integer arithmetic, so an astronomically large figure prints
@@ -166,10 +170,14 @@ def render_table(plan: MemoryPlan, headline: Headline | None = None, columns: in
         ("before the budget", r.pre_budget_bytes, "estimated"),
     ]
     band = plan.band
+    # each estimated term's own band, where some corpus log prints that term (laws/bands.py)
+    halves = {"available KV cache": band.half_width_bytes} if band is not None else {}
+    by_term = {t.term: t.half_width_bytes for t in band.terms} if band is not None else {}
     for label, n, kind in rows:
         gib = _g(n)
-        if band is not None and label == "available KV cache":
-            gib += f" ± {band.half_width_bytes / (1 << 30):.2f}"
+        half = halves.get(label, by_term.get(_TERM_OF_LABEL.get(label.split(" (")[0], ""), None))
+        if half is not None:
+            gib += f" ± {half / (1 << 30):.2f}"
         table.add_row(label, gib, f"{n:,}", kind)
     kv = plan.kv_cache
     kvt = Table(title="KV cache", title_justify="left")
