@@ -205,7 +205,7 @@ def test_the_explain_weights_check_equals_size():
     startup = _startup_from_plan(plan)
     link, _ = link_model("Qwen/Qwen3-32B", registry=registry)
     base = resolve_baseline(startup, registry, gpu=registry.gpu("h100"), link=link)
-    bpt, weights, _ = model_check_inputs(startup, link, base, registry=registry, gpu=registry.gpu("h100"))
+    bpt, weights, _, _ = model_check_inputs(startup, link, base, registry=registry, gpu=registry.gpu("h100"))
     assert weights == plan.per_rank.weights_bytes
     assert bpt == plan.kv_cache.bytes_per_token
 

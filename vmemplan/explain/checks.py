@@ -224,12 +224,14 @@ def _check_bytes_per_token(s: Startup, f: Figures, bpt: int, rank: int | None) -
     return []
 
 
-def _check_weights(f: Figures, expected: int, rank: int | None) -> list[Check]:
+def _check_weights(f: Figures, expected: int, rank: int | None, slack: int = 0) -> list[Check]:
+    """The logged weights against the law's, within the printed decimals; ``slack`` more bytes may
+    be scalar tensors the law does not tabulate per release (whatif._EXTRA_SCALARS_PER_LAYER)."""
     if f.weights_bytes is None:
         return []
     tol = _tol(f, "weights_bytes")
     diff = f.weights_bytes - expected
-    ok = abs(diff) <= tol + 1
+    ok = -(tol + 1) <= diff <= tol + 1 + slack
     detail = (f"log says {_p(f, 'weights_bytes')} GiB; expected {expected / GIB:.4f} GiB; difference "
               f"{diff / GIB:+.4f} GiB ({(diff / expected * 100) if expected else 0:+.2f}%)")
     detail += " - agrees within the printed decimals" if ok else (
@@ -238,7 +240,8 @@ def _check_weights(f: Figures, expected: int, rank: int | None) -> list[Check]:
     return [Check("weights_vs_model", ok, detail, rank)]
 
 
-def checks_for(s: Startup, f: Figures, rank: int | None, bpt: int | None, weights: int | None) -> list[Check]:
+def checks_for(s: Startup, f: Figures, rank: int | None, bpt: int | None, weights: int | None,
+               weights_slack: int = 0) -> list[Check]:
     out: list[Check] = []
     out += _check_concurrency(s, f, rank)
     out += _check_blocks_tokens(s, f, rank)
@@ -246,6 +249,6 @@ def checks_for(s: Startup, f: Figures, rank: int | None, bpt: int | None, weight
     if bpt is not None:
         out += _check_bytes_per_token(s, f, bpt, rank)
     if weights is not None:
-        out += _check_weights(f, weights, rank)
+        out += _check_weights(f, weights, rank, weights_slack)
     return out
 

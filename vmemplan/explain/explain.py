@@ -39,14 +39,14 @@ __all__ = [
 
 
 def explain(startup: Startup, *, bytes_per_token: int | None = None,
-            model_weights_bytes: int | None = None) -> Report:
+            model_weights_bytes: int | None = None, model_weights_slack_bytes: int = 0) -> Report:
     """Explain one parsed startup.
 
     ``bytes_per_token`` (KV bytes one token needs on one rank, all layers) enables the
     tokens-vs-bytes check; ``model_weights_bytes`` (predicted weights per rank) the weights check.
     """
     s = startup
-    checks = _checks_for(s, s.figures, None, bytes_per_token, model_weights_bytes)
+    checks = _checks_for(s, s.figures, None, bytes_per_token, model_weights_bytes, model_weights_slack_bytes)
     seen = [s.figures]
     for r in s.ranks:
         f = s.per_rank.get(r)
@@ -54,7 +54,7 @@ def explain(startup: Startup, *, bytes_per_token: int | None = None,
             continue
         if all(_differs(f, g) for g in seen):  # ranks with identical figures are checked once
             seen.append(f)
-            checks += _checks_for(s, f, r, bytes_per_token, model_weights_bytes)
+            checks += _checks_for(s, f, r, bytes_per_token, model_weights_bytes, model_weights_slack_bytes)
     lines = tuple(ExplainedLine(ln.number, ln.text, ln.kind, ln.rank, _explain_line(s, ln)) for ln in s.lines)
     return Report(startup=s, lines=lines, checks=tuple(checks), suggestions=tuple(_suggestions(s)),
                   binding=binding_rank(s))

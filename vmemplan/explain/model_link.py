@@ -50,6 +50,8 @@ class ModelLink:
     source: ModelSource
     config: ModelConfig
     adapter: Adapter
+    #: the config is a bundled -Instruct / base sibling's, not the model's own
+    sibling: bool = False
 
     @property
     def quantized(self) -> bool:
@@ -166,8 +168,9 @@ def link_model(ref: str | None, *, allow_hub: bool = False, registry: Any = None
         how = f"config of {source.model_id} from {where}"
         if cand != name:
             how += f" ({derived})"
+        sibling = derived.startswith("the bundled ") and " of " in derived and "which is not bundled" in derived
         return ModelLink(reference=ref, model_id=source.model_id, how=how, source=source, config=config,
-                         adapter=adapter), how
+                         adapter=adapter, sibling=cand != name and sibling), how
     if strict and first_error is not None:
         raise first_error
     reason = first_error.message if first_error is not None else "not found"

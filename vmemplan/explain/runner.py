@@ -89,13 +89,14 @@ def explain_startups(startups: Sequence[Startup], *, registry: Registry, changes
         base = resolve_baseline(s, registry, vllm_version=vllm_version, version_source=version_source, gpu=gpu,
                                 link=link)
         bpt = weights = None
+        slack = 0
         note = link_note
         if link is not None:
             try:
-                bpt, weights, note = model_check_inputs(s, link, base, registry=registry, gpu=gpu)
+                bpt, weights, note, slack = model_check_inputs(s, link, base, registry=registry, gpu=gpu)
             except VmemplanError as error:
                 note = f"model checks skipped: {error.message}"
-        report = explain(s, bytes_per_token=bpt, model_weights_bytes=weights)
+        report = explain(s, bytes_per_token=bpt, model_weights_bytes=weights, model_weights_slack_bytes=slack)
         model_checks = ("tokens_vs_available_bytes", "blocks_vs_available_bytes", "weights_vs_model")
         checks = tuple(replace(c, detail=f"{c.detail} [{note}]") if c.name in model_checks else c
                        for c in report.checks)

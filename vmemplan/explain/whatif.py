@@ -169,8 +169,9 @@ _FALLBACK_GPU = "h100"
 
 
 def model_check_inputs(startup: Startup, link: ModelLink, base: Baseline, *, registry: Registry,
-                       gpu: Gpu | None = None) -> tuple[int | None, int | None, str]:
-    """(bytes per token, weights per rank, note) for :func:`vmemplan.explain.explain`'s model checks,
+                       gpu: Gpu | None = None) -> tuple[int | None, int | None, str, int]:
+    """(bytes per token, weights per rank, note, weights slack) for :func:`vmemplan.explain.explain`'s
+    model checks,
     at the log's tp / kv_cache_dtype / block size, from the same pipeline steps ``size`` runs (so the
     check and ``size`` agree to the byte).  Weights are left out (``None``) when the log quantized an
     unquantized checkpoint online, a packing the config does not describe."""
@@ -186,6 +187,9 @@ def model_check_inputs(startup: Startup, link: ModelLink, base: Baseline, *, reg
     quant = startup.figures.quantization
     if not link.quantized and quant and quant.lower() not in ("none", "null"):
         note += f"; the weights check is skipped: the log quantizes the checkpoint online ({quant})"
+    elif link.sibling:
+        note += ("; the weights check is skipped: a sibling's config may hold another rotary cache"
+                 " (max_position_embeddings), which vLLM counts with the weights")
     else:
         try:
             weights = steps.weights()
@@ -193,7 +197,25 @@ def model_check_inputs(startup: Startup, link: ModelLink, base: Baseline, *, reg
             weights = None
     if bpt is None:
         note += "; no single bytes-per-token figure (sliding-window, linear-attention or mamba layers)"
-    return bpt, weights, note
+    return bpt, weights, note, _scalar_slack(steps) if weights is not None else 0
+
+
+#: Scalar fp32 tensors an attention layer may hold on the device beyond the four scale buffers the
+#: weights law counts, each one 512-byte allocator block: the q/k/v range constants of older
+#: releases (``Attention.__init__``: ``self.q_range = torch.tensor(envs.Q_SCALE_CONSTANT)``, k, v)
+#: or 0.33's ``_k_scale_cpu`` / ``_v_scale_cpu`` (vllm/model_executor/layers/attention/attention.py::
+#: set_default_quant_scales), created under the loader's device context.  Which ones a release has
+#: is not tabulated yet, so the weights check allows for up to three a layer.
+_EXTRA_SCALARS_PER_LAYER = 3
+_ALLOCATOR_BLOCK = 512
+
+
+def _scalar_slack(steps: _Steps) -> int:
+    try:
+        layers = max(len(stage.kv_specs) for stage in steps.graph.stages)
+    except (VmemplanError, ValueError, AttributeError):
+        return 0
+    return layers * _EXTRA_SCALARS_PER_LAYER * _ALLOCATOR_BLOCK
 
 
 def _model_free_non_torch(s: _Setting, cost: Any) -> int:
