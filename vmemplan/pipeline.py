@@ -98,6 +98,22 @@ def _num_speculative_tokens(req: ResolvedRequest) -> int:
     return req.speculative.num_speculative_tokens if req.speculative is not None else 0
 
 
+def _async_scheduling(req: ResolvedRequest) -> bool:
+    chosen = req.inputs.async_scheduling
+    return bool(req.rules.defaults.async_scheduling.value) if chosen is None else bool(chosen)
+
+
+def _hybrid_manager_disabled(req: ResolvedRequest, ctx0: GraphContext) -> bool:
+    """--disable-hybrid-kv-cache-manager is always respected; --enable-hybrid-kv-cache-manager keeps
+    it on (resolve refuses where vLLM would not); unset, vLLM decides per model
+    (vllm/config/vllm.py::VllmConfig.__post_init__, 0.33.0)."""
+    chosen = req.inputs.disable_hybrid_kv_cache_manager
+    auto = req.adapter.disables_hybrid_kv_cache_manager(ctx0, version_tuple_or_none(req.vllm_version))
+    if chosen is None or (chosen is False and auto):  # an older release keeps its own choice (resolve warns)
+        return auto
+    return bool(chosen)
+
+
 def pool_context(req: ResolvedRequest) -> PoolContext:
     """The settings the pool laws read, from the request and its release's rules."""
     kv = req.rules.kv_cache
@@ -105,11 +121,11 @@ def pool_context(req: ResolvedRequest) -> PoolContext:
     return PoolContext(
         max_model_len=req.max_model_len,
         max_num_batched_tokens=req.max_num_batched_tokens,
-        # window/chunked admission reserves every batch in flight only from 0.33
-        async_scheduling=bool(req.rules.defaults.async_scheduling.value)
-        and kv.window_in_flight == "max_concurrent_batches",
-        disable_hybrid_kv_cache_manager=req.adapter.disables_hybrid_kv_cache_manager(
-            ctx0, version_tuple_or_none(req.vllm_version)),
+        # window/chunked admission reserves every batch in flight only from 0.33; --async-scheduling /
+        # --no-async-scheduling replace the release's default (vllm/config/vllm.py::
+        # VllmConfig.max_concurrent_batches: 2 with async scheduling on one stage, else the stages)
+        async_scheduling=_async_scheduling(req) and kv.window_in_flight == "max_concurrent_batches",
+        disable_hybrid_kv_cache_manager=_hybrid_manager_disabled(req, ctx0),
         hybrid_group_threshold=kv.hybrid_group_threshold,
         tokens_formula=kv.tokens_formula,
         pipeline_parallel_size=req.pipeline_parallel_size,
@@ -117,6 +133,7 @@ def pool_context(req: ResolvedRequest) -> PoolContext:
         num_speculative_tokens=_num_speculative_tokens(req),
         decode_context_parallel_size=req.inputs.decode_context_parallel_size or 1,
         reserve_null_block=bool(kv.null_block),
+        num_gpu_blocks_override=req.inputs.num_gpu_blocks_override,
     )
 
 
@@ -525,13 +542,30 @@ def pool(req: ResolvedRequest, graph: ModelGraph, bud: Budget, ctx: PoolContext 
     grouped = grouped if grouped is not None else layout(req, graph, ctx)
     avail = [max(rank.available_kv_cache_bytes, 0) for rank in bud.ranks]
     if isinstance(grouped, PoolLayout):
-        return size_pool(grouped, avail, ctx), ()
+        sized = size_pool(grouped, avail, ctx)
+        return sized, _override_beyond_budget(sized, bud)
     # The release's grouping rules cannot share one pool between these caches: keep each at its
     # own page (not a vLLM rule: vLLM would refuse to start) and say so.
     i = min(range(len(avail)), key=avail.__getitem__)
     warning = (f"vLLM's KV cache grouping cannot place these caches in one pool ({grouped.message}); "
                "each cache type is sized at its own page instead")
     return plan_pool_ungrouped(graph.stages[i].kv_specs, avail[i], ctx), (warning,)
+
+
+def _override_beyond_budget(kv_pool: PoolPlan, bud: Budget) -> tuple[str, ...]:
+    """--num-gpu-blocks-override asking for more than the budget left: vLLM allocates the blocks
+    anyway (vllm/v1/core/kv_cache_planning.py::get_kv_cache_configs, 0.33.0), past
+    --gpu-memory-utilization; whether the device holds them is refusals.check_plan's question."""
+    ctx = kv_pool.ctx
+    if ctx is None or ctx.num_gpu_blocks_override is None or not kv_pool.groups:
+        return ()
+    pool_bytes = kv_pool.num_blocks * kv_pool.block_bytes
+    left = bud.fullest.available_kv_cache_bytes
+    if pool_bytes <= left:
+        return ()
+    return (f"--num-gpu-blocks-override {ctx.num_gpu_blocks_override}: the pool takes {format_gib(pool_bytes)} GiB, "
+            f"more than the {format_gib(max(left, 0))} GiB the budget leaves for the KV cache; vLLM allocates it "
+            "anyway, beyond --gpu-memory-utilization",)
 
 
 # --------------------------------------------------------------------------------------------
@@ -555,6 +589,20 @@ def verdict(req: ResolvedRequest, over: Overheads, bud: Budget, kv_pool: PoolPla
     if fullest.weights_bytes > requested:
         return Verdict(False, f"the weights ({format_gib(fullest.weights_bytes)} GiB per rank) do not fit the "
                               f"budget ({format_gib(requested)} GiB)")
+    override = req.inputs.num_gpu_blocks_override
+    if override is not None and kv_pool.groups:
+        # vllm/v1/core/kv_cache_planning.py::get_kv_cache_configs (0.33.0): the override replaces the
+        # available memory (N x bytes per block) before the checks, whatever the budget left
+        usable = (override - (1 if kv_pool.ctx is None or kv_pool.ctx.reserve_null_block else 0)) * kv_pool.block_bytes
+        if usable <= 0:
+            return Verdict(False, f"No available memory for the cache blocks: --num-gpu-blocks-override {override} "
+                                  "leaves no block beside the null block")
+        if not kv_pool.fits_one_request:
+            return Verdict(False, f"one {req.max_model_len:,}-token request needs {format_gib(kv_pool.needed_bytes)} "
+                                  f"GiB of KV cache, more than the {format_gib(usable)} GiB of the "
+                                  f"--num-gpu-blocks-override {override} blocks (less the null block)",
+                           kv_pool.estimated_max_model_len)
+        return Verdict(starts=True)
     if fullest.available_kv_cache_bytes <= 0:
         return Verdict(False, "No available memory for the cache blocks: the non-KV memory "
                               f"exceeds the budget by {format_gib(-fullest.available_kv_cache_bytes)} GiB")

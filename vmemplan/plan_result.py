@@ -56,9 +56,18 @@ def _no_per_token_reason(kv_pool: PoolPlan) -> str:
 
 def _pool_provenance(req: ResolvedRequest, kv_pool: PoolPlan) -> list[Provenance]:
     exactness = "exact" if req.kv_cache_memory_bytes else "estimated"
+    override = req.inputs.num_gpu_blocks_override
+    if override is not None and kv_pool.groups:
+        # the pool's blocks are the flag's, whatever the budget left (so every pool figure is exact)
+        exactness = "exact"
+        blocks = Provenance("kv_cache.num_blocks", kv_pool.num_blocks, "given",
+                            f"--num-gpu-blocks-override {override} replaces the budget's blocks "
+                            "(vllm/v1/core/kv_cache_planning.py::get_kv_cache_configs, may_override_num_blocks)")
+    else:
+        blocks = Provenance("kv_cache.num_blocks", kv_pool.num_blocks, exactness,
+                            "available // block bytes per layer group (vllm/v1/core/kv_cache_utils.py::get_num_blocks)")
     prov = [
-        Provenance("kv_cache.num_blocks", kv_pool.num_blocks, exactness,
-                   "available // block bytes per layer group (vllm/v1/core/kv_cache_utils.py::get_num_blocks)"),
+        blocks,
         Provenance("kv_cache.tokens", kv_pool.kv_cache_tokens, exactness,
                    f"{req.rules.kv_cache.tokens_formula} ({req.rules.id})"),
     ]
@@ -134,8 +143,10 @@ def _band(req: ResolvedRequest, over: Overheads, bud: Budget, kv_pool: PoolPlan,
         if kv_pool.ctx is None:
             return kv_pool.num_blocks, kv_pool.kv_cache_tokens, kv_pool.max_concurrency, result.starts, kv_pool
         p = plan_pool_from_groups(kv_pool.groups, avail, kv_pool.ctx)
+        # --num-gpu-blocks-override: vLLM checks the override's blocks, not the budget's bytes
+        positive = avail > 0 or req.inputs.num_gpu_blocks_override is not None
         return (p.num_blocks, p.kv_cache_tokens, p.max_concurrency,
-                others_ok and avail > 0 and p.fits_one_request, p)
+                others_ok and positive and p.fits_one_request, p)
 
     band = band_law.kv_band(available_kv_cache_bytes=fullest.available_kv_cache_bytes,
                             requested_bytes=bud.requested_bytes, width=width, resize=resize,

@@ -88,6 +88,18 @@ class PlanInputs(BaseModel):
     cpu_offload_gb: float | None = Field(default=None, ge=0)
     # --hf-overrides: config.json edits, applied as vLLM applies them (vmemplan/request/overrides.py)
     hf_overrides: str | dict[str, Any] | None = None
+    # --num-gpu-blocks-override: the pool gets this many blocks, whatever the budget left
+    # (vllm/v1/core/kv_cache_planning.py::get_kv_cache_configs, may_override_num_blocks, 0.33.0);
+    # vLLM validates nothing (vllm/config/cache.py::CacheConfig: ``int | None``)
+    num_gpu_blocks_override: int | None = None
+    # --async-scheduling / --no-async-scheduling (None = the release's default): how many batches are
+    # in flight (vllm/config/vllm.py::VllmConfig.max_concurrent_batches), which windowed and chunked
+    # layers reserve for at admission (VllmConfig.max_in_flight_tokens, 0.33.0)
+    async_scheduling: bool | None = None
+    # --disable-hybrid-kv-cache-manager (True), --enable-hybrid-kv-cache-manager (False), None = vLLM
+    # decides (vllm/config/vllm.py::VllmConfig.__post_init__, 0.33.0): off, window and chunked
+    # layers are allocated as full attention (kv_cache_planning.py::unify_hybrid_kv_cache_specs)
+    disable_hybrid_kv_cache_manager: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -327,7 +339,15 @@ def _resolve_with(inputs: PlanInputs, *, registry: Registry, source: ModelSource
         warnings.append("--cpu-offload-gb on a quantized checkpoint is not modelled: no weights are moved off the "
                         "GPU in this plan, so the weights are overstated and the KV pool understated")
         cpu_offload_bytes = 0
-    return ResolvedRequest(
+    if inputs.async_scheduling and pp > 1:
+        warnings.append("--async-scheduling with pipeline parallelism: vLLM 0.33.0 runs it only on Model Runner V2 "
+                        "(pipeline stages + 1 batches in flight) and refuses it on the V1 runner ('Async scheduling "
+                        "is not supported by the V1 model runner with pipeline parallelism.', vllm/config/vllm.py::"
+                        "VllmConfig.__post_init__); which runner vLLM picks is not modelled, so windowed layers' "
+                        "admission is planned with one batch per stage")
+    if inputs.num_gpu_blocks_override is not None:
+        warnings.extend(_override_warnings(rules, inputs.vllm_version or rules.max_version or rules.min_version))
+    req = ResolvedRequest(
         lora=lora, cpu_offload_bytes=cpu_offload_bytes,
         quant_scheme=quant_scheme, runner=runner,
         inputs=inputs, source=source, config=config, adapter=adapter, gpu=gpu, rules=rules,
@@ -340,6 +360,47 @@ def _resolve_with(inputs: PlanInputs, *, registry: Registry, source: ModelSource
         warnings=tuple(warnings), registry=registry, notes=adapter_notes,
         **_mm_and_spec(inputs, config),
     )
+    if inputs.disable_hybrid_kv_cache_manager is False:
+        req = _check_hybrid_manager_enabled(req)
+    return req
+
+
+def _check_hybrid_manager_enabled(req: ResolvedRequest) -> ResolvedRequest:
+    """--enable-hybrid-kv-cache-manager where vLLM would turn the manager off itself (chunked local
+    attention with EAGLE, or with VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=0): vLLM 0.33.0
+    refuses (vllm/config/vllm.py::VllmConfig.__post_init__).  Read from 0.33.0 only: an older
+    release keeps its own choice, with a warning."""
+    from dataclasses import replace as _replace
+
+    from vmemplan.core.version import version_tuple_or_none
+    from vmemplan.pipeline import graph_context
+
+    version = version_tuple_or_none(req.vllm_version)
+    if not req.adapter.disables_hybrid_kv_cache_manager(graph_context(req, 0), version):
+        return req
+    if version is None or version[:2] >= (0, 33):
+        raise UsageError(
+            "Hybrid KV cache manager was explicitly enabled but is not supported in this configuration. Consider "
+            "omitting the --enable-hybrid-kv-cache-manager flag to let vLLM decide automatically.",
+            hint="drop --enable-hybrid-kv-cache-manager (vLLM turns it off for chunked local attention with EAGLE)")
+    return _replace(req, warnings=req.warnings + (
+        f"--enable-hybrid-kv-cache-manager under vLLM {req.vllm_version}: vmemplan read vLLM 0.33.0, which refuses "
+        "it here; this release's own handling is not modelled, so the plan keeps the manager off as the release "
+        "does by default",))
+
+
+def _override_warnings(rules: RulesPack, version: str) -> list[str]:
+    """--num-gpu-blocks-override is read from vLLM 0.33.0, which replaces the available memory
+    with ``N × bytes per block`` before its one-request check (kv_cache_planning.py::
+    get_kv_cache_configs); older releases applied it inside get_num_blocks, after checking the
+    profiled memory, so their verdict may differ."""
+    from vmemplan.rules import parse_version
+
+    if parse_version(version)[:2] >= (0, 33):
+        return []
+    return [f"--num-gpu-blocks-override under the {rules.id} rules: the pool gets the override's blocks, but the "
+            "one-request check is 0.33.0's (against the override's blocks); releases before 0.33 checked the "
+            "profiled memory first, so the verdict may differ from this release's"]
 
 
 #: Architecture suffixes vLLM serves with the pooling runner by default

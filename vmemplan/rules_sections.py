@@ -469,6 +469,8 @@ class LogFormats(_WithSources):
     free_memory_short: str | None = None
     # the message logged when loading the weights runs out of memory (then torch's error is raised)
     load_oom: str | None = None
+    # --num-gpu-blocks-override (%d the budget's blocks, %d the override)
+    num_blocks_override: str | None = None
     alternates: dict[str, tuple[str, ...]] = Field(default_factory=dict)
 
     @model_validator(mode="after")

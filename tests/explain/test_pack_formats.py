@@ -95,6 +95,7 @@ SPECS: dict[str, tuple[Args, Callable[[str], dict[str, Any]]]] = {
     "gpu_blocks": (lambda f, log: (("cuda",) if _nspec(f) == 3 else ()) + (7299, 2048),
                    lambda f: {"num_gpu_blocks": 7299, "num_cpu_blocks": 2048}),
     "memory_profiling": (_profiling_args, _profiling_expect),
+    "num_blocks_override": (lambda f, log: (28323, 1000), lambda f: {"num_gpu_blocks": 1000}),
 }
 FAILURES = {"not_enough_kv", "no_kv_memory", "free_memory_short", "load_oom"}
 

@@ -99,8 +99,8 @@ class PoolContext:
                 raise UsageError(f"{name} must be at least 1")
         if self.num_speculative_tokens < 0:
             raise UsageError("num_speculative_tokens must not be negative")
-        if self.num_gpu_blocks_override is not None and self.num_gpu_blocks_override < 1:
-            raise UsageError("num_gpu_blocks_override must be positive")
+        # num_gpu_blocks_override: any int, as vLLM takes it (vllm/config/cache.py::CacheConfig); 0 or
+        # less leaves no block beside the null block: "No available memory for the cache blocks"
 
     @property
     def max_concurrent_batches(self) -> int:

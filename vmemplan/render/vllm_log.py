@@ -79,17 +79,25 @@ def log_lines(plan: MemoryPlan, rules: RulesPack | None = None) -> list[str]:
         util = plan.engine.gpu_memory_utilization
         delta = rank.cuda_graph_bytes / plan.gpu_total_memory_bytes
         lines.append(fmt.cudagraph_estimate_enabled % (util, round(util - delta, 4), min(round(util + delta, 4), 1.0)))
+    override = plan.pool.ctx.num_gpu_blocks_override if plan.pool is not None and plan.pool.ctx else None
+    available = rank.available_kv_cache_bytes
+    if override is not None and kv.page_size_bytes:
+        # vllm/v1/core/kv_cache_planning.py::get_kv_cache_configs (0.33.0): logged, then the
+        # available memory becomes override x bytes per block, checked less the null block
+        if fmt.num_blocks_override:
+            lines.append(fmt.num_blocks_override % (rank.available_kv_cache_bytes // kv.page_size_bytes, override))
+        available = (override - (1 if plan.pool.ctx.reserve_null_block else 0)) * kv.page_size_bytes
     if not plan.verdict.starts:
         # vllm/v1/core/kv_cache_planning.py::_check_enough_kv_cache_memory raises; nothing follows
-        if rank.available_kv_cache_bytes <= 0:
+        if available <= 0:
             if fmt.no_kv_memory:
                 lines.append(fmt.no_kv_memory)
-        elif fmt.not_enough_kv and kv.needed_bytes:
+        elif fmt.not_enough_kv and kv.needed_bytes and (override is None or kv.needed_bytes > available):
             estimate = ""
             if plan.verdict.max_model_len_that_fits and fmt.not_enough_kv_estimate:
                 estimate = fmt.not_enough_kv_estimate % (plan.verdict.max_model_len_that_fits,)
             lines.append(fmt.not_enough_kv % (plan.engine.max_model_len, format_gib(kv.needed_bytes),
-                                              format_gib(rank.available_kv_cache_bytes), estimate))
+                                              format_gib(available), estimate))
         return lines
     length = plan.engine.max_model_len
     len_arg: Any = f"{length:,}" if fmt.max_concurrency_len_arg != "int" else length

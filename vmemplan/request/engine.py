@@ -26,7 +26,8 @@ _ENGINE_KEYS = (
     "speculative_config", "limit_mm_per_prompt", "skip_mm_profiling", "mm_encoder_tp_mode", "runner",
     "revision", "gpu_total_memory", "gpu_memory_in_use",
     "enable_lora", "max_loras", "max_lora_rank", "lora_dtype", "fully_sharded_loras", "hf_overrides",
-    "cpu_offload_gb", "disable_sliding_window",
+    "cpu_offload_gb", "disable_sliding_window", "num_gpu_blocks_override",
+    "async_scheduling", "disable_hybrid_kv_cache_manager",
 )
 
 
@@ -135,7 +136,13 @@ def plan_for_command(parsed: ParsedCommand | None, **flags: Any) -> tuple[Any, s
             long_prefill_token_threshold=args.get("long_prefill_token_threshold"))
         plan = annotate_plan(plan, parsed)
     hint = None
-    if not plan.verdict.starts and (plan.verdict.reason or "").startswith("No available memory for the cache blocks"):
+    override = flags.get("num_gpu_blocks_override")
+    if (not plan.verdict.starts and override is not None
+            and (plan.verdict.reason or "").startswith("No available memory for the cache blocks")):
+        # the override's blocks less the null block must hold one request (get_kv_cache_configs, 0.33.0)
+        per_request = int(plan.pool.blocks_per_request) if plan.pool is not None else 1
+        hint = f"--num-gpu-blocks-override {per_request + 1} or more (one request's {per_request} blocks and the null block)"
+    elif not plan.verdict.starts and (plan.verdict.reason or "").startswith("No available memory for the cache blocks"):
         # vllm/v1/core/kv_cache_planning.py (0.33.0): the budget holds no KV block at all; the
         # utilization that leaves the non-KV memory one more block is the fix
         import math
@@ -197,6 +204,10 @@ def plan_auto_max_model_len(plan_fn: Any, **flags: Any) -> Any:
     # vLLM plans against the usable blocks: the available bytes less the null block the block
     # pool holds back (vllm/v1/core/kv_cache_planning.py, "Reserve the null block"), and logs them
     avail = int(full.per_rank.available_kv_cache_bytes) - int(full.kv_cache.page_size_bytes)
+    override = flags.get("num_gpu_blocks_override")
+    if override is not None:
+        # the override replaces the available memory before auto-fit (get_kv_cache_configs, 0.33.0)
+        avail = (int(override) - 1) * int(full.kv_cache.page_size_bytes)
     from vmemplan.core.units import format_gib
 
     if full.verdict.starts or full.verdict.max_model_len_that_fits is None:

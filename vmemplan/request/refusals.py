@@ -17,7 +17,7 @@ from vmemplan.core.units import GIB, format_gib, parse_bytes
 
 __all__ = [
     "Refusal", "check_scheduler", "check_max_model_len", "check_tp_heads", "check_free_memory",
-    "check_kv_cache_memory_bytes", "check_plan", "parse_size_flag", "MAX_LEN_KEYS",
+    "check_kv_cache_memory_bytes", "check_num_gpu_blocks_override", "check_plan", "parse_size_flag", "MAX_LEN_KEYS",
 ]
 
 
@@ -167,4 +167,31 @@ def check_plan(plan: Any, *, in_use_bytes: int = 0) -> Refusal | None:
         return check_kv_cache_memory_bytes(kv_cache_memory_bytes=int(kv_bytes), non_kv_bytes=int(non_kv),
                                            total_bytes=total, in_use_bytes=in_use_bytes,
                                            before_budget_bytes=before)
-    return check_free_memory(total_bytes=total, in_use_bytes=in_use_bytes, before_budget_bytes=before, util=util)
+    refusal = check_free_memory(total_bytes=total, in_use_bytes=in_use_bytes, before_budget_bytes=before, util=util)
+    ctx = plan.pool.ctx if plan.pool is not None else None
+    if refusal is None and ctx is not None and ctx.num_gpu_blocks_override is not None:
+        non_kv = r.weights_bytes + r.activation_peak_bytes + r.cuda_graph_bytes + r.non_torch_bytes
+        refusal = check_num_gpu_blocks_override(
+            override=int(ctx.num_gpu_blocks_override), block_bytes=int(plan.kv_cache.page_size_bytes),
+            non_kv_bytes=int(non_kv), total_bytes=total, in_use_bytes=in_use_bytes, before_budget_bytes=before)
+    return refusal
+
+
+def check_num_gpu_blocks_override(*, override: int, block_bytes: int, non_kv_bytes: int, total_bytes: int,
+                                  in_use_bytes: int, before_budget_bytes: int) -> Refusal | None:
+    """vllm/v1/core/kv_cache_planning.py::get_kv_cache_configs (0.33.0): with
+    num_gpu_blocks_override the pool is ``override x bytes per block`` whatever the profile left;
+    vLLM allocates it (GPUModelRunner.initialize_kv_cache) and runs out of memory when it does not
+    fit beside the model (the same room as :func:`check_kv_cache_memory_bytes`)."""
+    pool_bytes = max(override, 0) * block_bytes
+    free = total_bytes - in_use_bytes - before_budget_bytes
+    if pool_bytes + non_kv_bytes <= free or block_bytes <= 0:
+        return None
+    room = max(0, free - non_kv_bytes) // block_bytes
+    return Refusal(
+        f"num_gpu_blocks_override ({override} blocks, {format_gib(pool_bytes)} GiB) plus the model's "
+        f"{format_gib(non_kv_bytes)} GiB (weights, activations, CUDA graphs, non-torch) exceed the "
+        f"{format_gib(free)} GiB free on the device: vLLM sizes the KV cache from the override, not the "
+        "gpu_memory_utilization budget, and allocating it fails with torch.OutOfMemoryError (CUDA out of memory)",
+        hint=f"--num-gpu-blocks-override {room} or fewer" if room > 1 else
+        "the model alone fills the device: drop --num-gpu-blocks-override, quantize, or add GPUs (-tp)")
