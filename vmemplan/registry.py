@@ -182,6 +182,15 @@ class Registry:
         return self._bands
 
     @property
+    def vllm_architectures(self) -> dict[str, tuple[str, ...]]:
+        """Every architecture vLLM's model registry serves, with its categories (text_generation,
+        embedding, multimodal, ...: registry/vllm_architectures.yaml, generated from the wheel by
+        bench/vllm_architectures/generate.py), read on first use; empty when the file is absent."""
+        if not hasattr(self, "_vllm_archs"):
+            self._vllm_archs = _load_vllm_architectures(self.root)
+        return self._vllm_archs
+
+    @property
     def models_dir(self) -> Path:
         return self.root / "models"
 
@@ -277,6 +286,21 @@ def load_registry(root: Path | None = None) -> Registry:
         )
     return Registry(root=root, gpus=gpus, rules_packs=rules_packs, cost_model=cost_model, speed=None,
                     ambiguous={str(k).lower(): list(v) for k, v in (ambiguous or {}).items()})
+
+
+def _load_vllm_architectures(root: Path) -> dict[str, tuple[str, ...]]:
+    path = root / "vllm_architectures.yaml"
+    if not path.is_file():
+        return {}
+    errors: list[str] = []
+    data = _read_yaml(path, errors)
+    archs = data.get("architectures") if isinstance(data, dict) else None
+    if errors or not isinstance(archs, dict) or not all(
+            isinstance(k, str) and isinstance(v, list) and all(isinstance(c, str) for c in v) for k, v in archs.items()):
+        raise RegistryInvalid("invalid registry: vllm_architectures.yaml: expected architectures: {name: [category]}"
+                              + ("; " + "; ".join(errors) if errors else ""),
+                              hint="regenerate it with bench/vllm_architectures/generate.py")
+    return {k: tuple(v) for k, v in archs.items()}
 
 
 def _load_bands(root: Path) -> Any:

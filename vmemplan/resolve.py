@@ -224,6 +224,9 @@ def _resolve_with(inputs: PlanInputs, *, registry: Registry, source: ModelSource
     # The generic fallback is a warning (its figures may be wrong); a family's notes inform.
     adapter_notes = tuple(adapter.notes())
     if adapter.fidelity == "generic":
+        from vmemplan.request.architecture import refuse_non_decoder
+
+        refuse_non_decoder(config, registry.vllm_architectures)
         warnings.extend(adapter_notes)
         adapter_notes = ()
 

@@ -112,11 +112,16 @@ def test_models_lists_aliases_and_family_and_hides_internal_entries(runner):
     for internal in ("aiconfigurator-trimmed", "unknown/", "GGUF", "mlx-community/"):
         assert internal not in rows
     assert "= meta-llama/Meta-Llama-3.1-8B-Instruct" in out  # an alias, under its model
-    assert re.search(r"meta-llama/Llama-3\.1-8B\s+│ llama", out)  # the family
+    assert re.search(r"meta-llama/Llama-3\.1-8B\s+│ dense", out)  # the family module that plans it
     assert "microsoft/phi-4" in out  # a GGUF entry stands under its alias
+    # bundled configs whose architecture `size` refuses are not offered as models to type
+    for unplanned in ("MiniMaxAI/MiniMax-M1", "tiiuae/Falcon-H1-0.5B", "zai-org/GLM-5"):
+        assert unplanned not in rows
+    assert "does not plan yet left out" in out
     everything = runner.invoke(app, ["models", "--all"]).stdout
-    for internal in ("aiconfigurator-trimmed", "unknown/", "GGUF", "mlx-community/"):
+    for internal in ("aiconfigurator-trimmed", "unknown/", "GGUF", "mlx-community/", "zai-org/GLM-5"):
         assert internal in everything
+    assert "not planned yet" in everything
 
 
 def test_no_color_chart_legend_has_distinct_glyphs(runner):

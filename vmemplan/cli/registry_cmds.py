@@ -50,21 +50,35 @@ def models(
 
         vmemplan models --format json
     """
+    from vmemplan.core.errors import VmemplanError
+    from vmemplan.model_config import ModelConfig
+    from vmemplan.models import adapter_for
     from vmemplan.render.registry import model_entries, models_json, models_table
     from vmemplan.sources import bundled_aliases, list_bundled_models, load_model_source
 
     ids = list_bundled_models()
-    families = {}
+    families: dict[str, str] = {}
+    architectures: dict[str, str] = {}
+    unplanned: set[str] = set()
     for mid in ids:
         config = load_model_source(mid, allow_hub=False).config
-        families[mid] = str(config.get("model_type") or (config.get("architectures") or ["?"])[0])
-    entries = model_entries(ids, families, bundled_aliases(), show_all=show_all)
+        architectures[mid] = str((config.get("architectures") or [config.get("model_type") or "?"])[0])
+        try:  # the family vmemplan plans it with; none when `size` would refuse the architecture
+            adapter = adapter_for(ModelConfig.from_dict(config), allow_generic=False)
+            families[mid] = type(adapter).__module__.rsplit(".", 1)[-1]  # the family module that plans it
+        except VmemplanError:
+            families[mid] = "not planned yet"
+            unplanned.add(mid)
+    entries = model_entries(ids, families, bundled_aliases(), show_all=show_all, unplanned=unplanned,
+                            architectures=architectures)
     if output_format is ListFormat.json:
         from vmemplan.render.json_out import dumps
 
         emit(dumps(models_json(entries)))
     elif output_format is ListFormat.table:
-        hidden = 0 if show_all else sum(1 for m in ids if m not in {e.target or e.id for e in entries})
-        console(no_color=no_color).print(models_table(entries, output_width(), hidden=hidden))
+        shown = {e.target or e.id for e in entries}
+        hidden = 0 if show_all else sum(1 for m in ids if m not in shown and m not in unplanned)
+        left_out = 0 if show_all else sum(1 for m in unplanned if m not in shown)
+        console(no_color=no_color).print(models_table(entries, output_width(), hidden=hidden, unplanned=left_out))
     else:
         assert_never(output_format)

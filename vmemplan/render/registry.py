@@ -41,12 +41,18 @@ class ModelEntry:
     aliases: tuple[str, ...] = ()
     internal: bool = False
     target: str = field(default="")  # the bundled entry it selects, when it is not ``id`` itself
+    architecture: str = ""
+    planned: bool = True  # False: a bundled config whose architecture `size` refuses today
 
 
 def model_entries(ids: Iterable[str], families: dict[str, str], aliases: dict[str, str], *,
-                  show_all: bool = False) -> list[ModelEntry]:
-    """The rows: every bundled id with its aliases; an internal entry is hidden unless
-    ``show_all``, and then stands under its first alias when it has one."""
+                  show_all: bool = False, unplanned: Iterable[str] = (),
+                  architectures: dict[str, str] | None = None) -> list[ModelEntry]:
+    """The rows: every bundled id with its aliases; an internal entry, or one whose architecture
+    vmemplan does not plan yet (``unplanned``), is hidden unless ``show_all``; a hidden internal
+    entry stands under its first alias when it has one."""
+    unplanned = set(unplanned)
+    architectures = architectures or {}
     by_target: dict[str, list[str]] = {}
     for alias, target in aliases.items():
         by_target.setdefault(target.lower(), []).append(alias)
@@ -55,11 +61,14 @@ def model_entries(ids: Iterable[str], families: dict[str, str], aliases: dict[st
         names = by_target.get(mid.lower(), [])
         internal = is_internal(mid)
         family = families.get(mid, "?")
+        arch, planned = architectures.get(mid, ""), mid not in unplanned
+        if not planned and not show_all:
+            continue
         if internal and not show_all:
             if names:  # the alias is the model people mean: list it under its own name
-                out.append(ModelEntry(names[0], family, tuple(names[1:]), target=mid))
+                out.append(ModelEntry(names[0], family, tuple(names[1:]), target=mid, architecture=arch))
             continue
-        out.append(ModelEntry(mid, family, tuple(names), internal))
+        out.append(ModelEntry(mid, family, tuple(names), internal, architecture=arch, planned=planned))
     return sorted(out, key=lambda e: (e.id.lower(), e.id))
 
 
@@ -69,7 +78,7 @@ def models_json(entries: Sequence[ModelEntry]) -> list[str]:
     return [e.id for e in entries]
 
 
-def models_table(entries: Sequence[ModelEntry], width: int, *, hidden: int = 0) -> RenderableType:
+def models_table(entries: Sequence[ModelEntry], width: int, *, hidden: int = 0, unplanned: int = 0) -> RenderableType:
     """Model ids (aliases indented under them) and families, fitting ``width``."""
     from rich.console import Group
     from rich.text import Text
@@ -78,14 +87,18 @@ def models_table(entries: Sequence[ModelEntry], width: int, *, hidden: int = 0) 
 
     rows = []
     for e in entries:
-        rows.append([e.id + (" (internal)" if e.internal else ""), e.family])
-        rows.extend([f"  = {a}", ""] for a in e.aliases)
-    table, _ = fit_table([Col("model (aliases indented)", short="model"), Col("family")], rows, width)
+        rows.append([e.id + (" (internal)" if e.internal else ""), e.family, e.architecture])
+        rows.extend([f"  = {a}", "", ""] for a in e.aliases)
+    table, _ = fit_table([Col("model (aliases indented)", short="model"), Col("family"),
+                          Col("architecture", short="arch", drop=1)], rows, width)
     title = f"{len(entries)} bundled models (usable offline, case-insensitive)"
     parts: list[Any] = [Text(title, style="bold"), table]
     if hidden:
         parts.append(Text(f"{hidden} registry-internal entries (variant copies, GGUF/MLX repos, unknown/…) "
                           "left out: --all lists them", style="dim"))
+    if unplanned:
+        parts.append(Text(f"{unplanned} bundled configs whose architecture vmemplan does not plan yet left out: "
+                          "--all lists them", style="dim"))
     return Group(*parts)
 
 
