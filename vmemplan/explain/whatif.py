@@ -200,14 +200,9 @@ def model_check_inputs(startup: Startup, link: ModelLink, base: Baseline, *, reg
     return bpt, weights, note, _scalar_slack(steps) if weights is not None else 0
 
 
-#: Scalar fp32 tensors an attention layer may hold on the device beyond the four scale buffers the
-#: weights law counts, each one 512-byte allocator block: the q/k/v range constants of older
-#: releases (``Attention.__init__``: ``self.q_range = torch.tensor(envs.Q_SCALE_CONSTANT)``, k, v)
-#: or 0.33's ``_k_scale_cpu`` / ``_v_scale_cpu`` (vllm/model_executor/layers/attention/attention.py::
-#: set_default_quant_scales), created under the loader's device context.  Which ones a release has
-#: is not tabulated yet, so the weights check allows for up to three a layer.
-_EXTRA_SCALARS_PER_LAYER = 3
-_ALLOCATOR_BLOCK = 512
+#: fp32 scalars an attention layer may hold beyond the law's four scale buffers, one 512-B block each
+#: (older q/k/v ranges, 0.33's _k/_v_scale_cpu; explain/checks.py::_check_weights)
+_SCALAR_SLACK_PER_LAYER = 3 * 512
 
 
 def _scalar_slack(steps: _Steps) -> int:
@@ -215,7 +210,7 @@ def _scalar_slack(steps: _Steps) -> int:
         layers = max(len(stage.kv_specs) for stage in steps.graph.stages)
     except (VmemplanError, ValueError, AttributeError):
         return 0
-    return layers * _EXTRA_SCALARS_PER_LAYER * _ALLOCATOR_BLOCK
+    return layers * _SCALAR_SLACK_PER_LAYER
 
 
 def _model_free_non_torch(s: _Setting, cost: Any) -> int:
