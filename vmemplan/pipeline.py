@@ -408,6 +408,9 @@ def overheads(req: ResolvedRequest, graph: ModelGraph) -> Overheads:
         capture_sizes = cg_rules.capture_sizes(max_num_seqs=req.max_num_seqs,
                                                max_num_batched_tokens=req.max_num_batched_tokens,
                                                num_speculative_tokens=_num_speculative_tokens(req))
+        if req.cudagraph_capture_sizes is not None and mode != "NONE":
+            # --cudagraph-capture-sizes / --max-cudagraph-capture-size (resolve: laws/cudagraph_sizes.py)
+            capture_sizes = list(req.cudagraph_capture_sizes)
     cg = oh_law.cuda_graph_bytes(mode=mode, capture_sizes=capture_sizes, max_num_seqs=req.max_num_seqs,
                                  constants=cost.cuda_graph_constants(), hidden_size=req.config.hidden_size,
                                  num_layers=req.config.num_hidden_layers,
@@ -416,7 +419,10 @@ def overheads(req: ResolvedRequest, graph: ModelGraph) -> Overheads:
     where = "subtracted before the KV pool" if subtract else "captured after the pool is sized (outside the budget)"
     prov.append(Provenance("cuda_graph_bytes", cg.total_bytes, "estimated",
                            f"{cg.method} estimate for mode {cg.mode}: graphs {cg.num_graphs}, largest "
-                           f"{cg.largest_graph_tokens} (registry cost_model.yaml cuda_graphs); {where} in vLLM {rules.id}"))
+                           f"{cg.largest_graph_tokens} (registry cost_model.yaml cuda_graphs); {where} in vLLM {rules.id}"
+                           + ("; capture sizes from --cudagraph-capture-sizes / --max-cudagraph-capture-size "
+                              "(vllm/config/vllm.py::VllmConfig._set_cudagraph_sizes)"
+                              if req.cudagraph_capture_sizes is not None else "")))
     pre = oh_law.pre_budget_bytes(world_size=req.world_size, tensor_parallel_size=req.tensor_parallel_size,
                                   pipeline_parallel_size=req.pipeline_parallel_size,
                                   constants=cost.pre_budget_constants())

@@ -100,6 +100,10 @@ class PlanInputs(BaseModel):
     # decides (vllm/config/vllm.py::VllmConfig.__post_init__, 0.33.0): off, window and chunked
     # layers are allocated as full attention (kv_cache_planning.py::unify_hybrid_kv_cache_specs)
     disable_hybrid_kv_cache_manager: bool | None = None
+    # --cudagraph-capture-sizes / --max-cudagraph-capture-size: the batch sizes CUDA graphs are
+    # captured for (vmemplan/laws/cudagraph_sizes.py; vllm/config/vllm.py::VllmConfig._set_cudagraph_sizes)
+    cudagraph_capture_sizes: list[int] | None = None
+    max_cudagraph_capture_size: int | None = None
 
 
 @dataclass(frozen=True)
@@ -138,6 +142,7 @@ class ResolvedRequest:
     runner: str = "generate"  # "pooling" for embedding and scoring models
     lora: Any = None  # vmemplan.laws.lora.LoraConfig with --enable-lora
     cpu_offload_bytes: int = 0  # --cpu-offload-gb × 2^30, where modelled
+    cudagraph_capture_sizes: tuple[int, ...] | None = None  # the user's capture sizes as vLLM keeps them
 
     @property
     def world_size(self) -> int:
@@ -365,7 +370,39 @@ def _resolve_with(inputs: PlanInputs, *, registry: Registry, source: ModelSource
     )
     if inputs.disable_hybrid_kv_cache_manager is False:
         req = _check_hybrid_manager_enabled(req)
+    if inputs.cudagraph_capture_sizes is not None or inputs.max_cudagraph_capture_size is not None:
+        req = _with_capture_sizes(req)
     return req
+
+
+def _with_capture_sizes(req: ResolvedRequest) -> ResolvedRequest:
+    """--cudagraph-capture-sizes / --max-cudagraph-capture-size, as vLLM 0.33.0 keeps them
+    (vmemplan/laws/cudagraph_sizes.py); the release default's sizes, with a warning, where vmemplan
+    has not read the rule (older releases, speculative decoding's rounding)."""
+    from dataclasses import replace as _replace
+
+    from vmemplan.core.version import version_tuple_or_none
+    from vmemplan.laws.cudagraph_sizes import user_capture_sizes
+
+    inputs = req.inputs
+    if req.enforce_eager:
+        return _replace(req, warnings=req.warnings + (
+            "--enforce-eager captures no CUDA graphs: the capture sizes are ignored, as vLLM ignores them",))
+    version = version_tuple_or_none(req.vllm_version)
+    spec = req.speculative
+    why = None
+    if version is not None and version[:2] < (0, 33):
+        why = f"vmemplan read the rule from vLLM 0.33.0, not {req.vllm_version}"
+    elif spec is not None and spec.num_speculative_tokens:
+        why = "with speculative decoding vLLM rounds the sizes to the decode query length (not modelled)"
+    if why is not None:
+        return _replace(req, warnings=req.warnings + (
+            f"not modelled: --cudagraph-capture-sizes / --max-cudagraph-capture-size ({why}); the CUDA-graph figure "
+            "uses the release's default sizes, so it and the KV pool are estimates",))
+    sizes, notes = user_capture_sizes(sizes=inputs.cudagraph_capture_sizes,
+                                      max_size=inputs.max_cudagraph_capture_size,
+                                      max_num_batched_tokens=req.max_num_batched_tokens)
+    return _replace(req, cudagraph_capture_sizes=tuple(sizes), warnings=req.warnings + tuple(notes))
 
 
 def _check_hybrid_manager_enabled(req: ResolvedRequest) -> ResolvedRequest:
