@@ -53,3 +53,20 @@ def test_credentials_in_hf_endpoint_are_never_printed(tmp_path, endpoint):
 
 
 HANG_S = 60
+
+
+def test_silent_hub_at_the_default_deadline_fails_on_the_first_answer(tmp_path, hostile_hub):
+    """A server that takes the connection and never answers: the first answer has 3 s
+    (sources/hub.py::_FIRST_ANSWER_S), not the whole 10 s deadline; one attempt, no retry.
+    (The bound below is generous: it catches a retry storm, not a slow machine.)"""
+    from vmemplan.sources.hub import _FIRST_ANSWER_S, DEFAULT_DEADLINE_S
+
+    assert _FIRST_ANSWER_S + 1.5 < 5 < DEFAULT_DEADLINE_S  # probe + first answer: exit 6 in under 5 s
+    env = hub_env(tmp_path, hostile_hub("silent"))
+    env.pop("VMEMPLAN_HUB_DEADLINE_S", None)
+    start = time.monotonic()
+    run = cli("size", "someorg/some-model", "--gpu", "h100", env=env)
+    elapsed = time.monotonic() - start
+    check_contract(run, 6, secrets=(SECRET,))
+    assert f"did not answer within {_FIRST_ANSWER_S:g} s" in run.stderr
+    assert elapsed < DEFAULT_DEADLINE_S + 20

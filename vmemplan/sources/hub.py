@@ -56,6 +56,10 @@ class HubUnreachable(HubUnavailable):
 #: within this many seconds (``VMEMPLAN_HUB_DEADLINE_S``); the first connection gets a few.
 DEFAULT_DEADLINE_S = 10.0
 _CONNECT_TIMEOUT_S = 3.0
+#: The Hub's first answer (config.json's metadata) must come within this many seconds: a server
+#: that takes the connection and then says nothing fails fast (exit 6 in under 5 s with the
+#: probe), while a slow transfer after a first answer still has the whole deadline.
+_FIRST_ANSWER_S = 3.0
 
 
 def hub_deadline_s() -> float:
@@ -415,14 +419,14 @@ def _from_hub(
     notes: list[str] = []
     with _quiet_hub():
         with _spinner(progress, _HUB_SPINNER_TEXT):
-            size = _call_hub(
+            size = _with_deadline(lambda: _call_hub(
                 lambda: hub.get_hf_file_metadata(
                     hub.hf_hub_url(repo_id, "config.json", revision=revision, endpoint=settings.endpoint),
                     token=token, timeout=_CONNECT_TIMEOUT_S + 2,
                 ).size,
                 filename="config.json",
                 **context,
-            )
+            ), min(_FIRST_ANSWER_S, hub_deadline_s()), settings)
             if isinstance(size, int) and size > _MAX_JSON_BYTES:
                 raise HubUnavailable(
                     f"the Hugging Face Hub ({settings.shown}) offers a config.json of {size} bytes for {repo_id}, "
