@@ -21,18 +21,20 @@ flags keep the order given.  The "lever" is the single-flag change from the firs
 
 from __future__ import annotations
 
-import itertools
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
-from typing import Any, Literal
+from typing import Any
 
 from vmemplan.core.errors import UsageError, VmemplanError
+from vmemplan.sweep_grid import Kind, Steps
+from vmemplan.sweep_grid import product as _product
 
 __all__ = [
     "FlagSpec",
     "Vary",
+    "Steps",
     "VARY_FLAGS",
     "OUTPUTS",
     "MAX_POINTS",
@@ -58,9 +60,6 @@ DEFAULT_MAX_POINTS = 100_000
 MAX_POINTS = DEFAULT_MAX_POINTS  # the old name
 #: Shapes (the steps before the budget) kept for reuse; bounded, so a long sweep runs in flat memory.
 SHAPE_CACHE = 256
-
-Kind = Literal["int", "float", "str", "bool", "bytes"]
-
 
 @dataclass(frozen=True)
 class FlagSpec:
@@ -121,61 +120,91 @@ def flag_spec(name: str) -> FlagSpec:
 @dataclass(frozen=True)
 class Vary:
     flag: FlagSpec
-    values: tuple[Any, ...]
+    values: Sequence[Any]  # a tuple, or a lazy :class:`Steps` range
+
+
+#: The largest magnitude a numeric ``--vary`` value may have: every sweepable number is a count,
+#: a size or a fraction, and vLLM's int64 fields stop here; anything larger is a typo or garbage.
+MAX_MAGNITUDE = 2**63 - 1
+
+
+def _clip(text: str, limit: int = 60) -> str:
+    """``text`` as an error echoes it: at most ``limit`` characters, an ellipsis past them."""
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def _number(spec: FlagSpec, text: str, whole: str) -> Decimal:
+    """A finite decimal of bounded magnitude, or UsageError (NaN, infinity, 10^5000 are refused)."""
+    try:
+        d = Decimal(text)
+    except (InvalidOperation, ValueError):
+        raise UsageError(f"--vary {_clip(whole)!r}: {_clip(text)!r} is not a valid {spec.kind} for --{spec.name}",
+                         hint=f"give finite numbers, e.g. --vary {spec.name}=a,b,c") from None
+    if not d.is_finite() or abs(d) > MAX_MAGNITUDE:
+        raise UsageError(f"--vary {_clip(whole)!r}: {_clip(text)!r} is not a finite number up to 2^63 "
+                         f"for --{spec.name}", hint=f"give finite numbers, e.g. --vary {spec.name}=a,b,c")
+    return d
 
 
 def _scalar(spec: FlagSpec, text: str, whole: str) -> Any:
     t = text.strip()
     if not t:
-        raise UsageError(f"--vary {whole!r}: empty value")
-    try:
-        if spec.kind == "int":
-            d = Decimal(t)
-            if d != d.to_integral_value():
-                raise ValueError
-            return int(d)
-        if spec.kind == "float":
-            return float(Decimal(t))
-        if spec.kind == "bytes":
-            from vmemplan.core.units import parse_bytes
+        raise UsageError(f"--vary {_clip(whole)!r}: empty value", hint="separate the values by single commas")
+    bad = UsageError(f"--vary {_clip(whole)!r}: {_clip(t)!r} is not a valid "
+                     f"{spec.kind.replace('bytes', 'byte count')} for --{spec.name}",
+                     hint=f"see `vmemplan sweep --help`; e.g. --vary {spec.name}=a,b,c")
+    if spec.kind == "int":
+        d = _number(spec, t, whole)
+        if d != d.to_integral_value():
+            raise bad
+        return int(d)
+    if spec.kind == "float":
+        return float(_number(spec, t, whole))
+    if spec.kind == "bytes":
+        from vmemplan.core.units import parse_bytes
 
-            return parse_bytes(t)
-    except (ValueError, InvalidOperation):
-        raise UsageError(f"--vary {whole!r}: {t!r} is not a valid {spec.kind.replace('bytes', 'byte count')} "
-                         f"for --{spec.name}") from None
+        if len(t) > 40:
+            raise bad
+        try:
+            value = parse_bytes(t)
+        except ValueError:
+            raise bad from None
+        if value > MAX_MAGNITUDE:
+            raise bad
+        return value
     if spec.kind == "bool":
         low = t.lower()
         if low in ("true", "1", "yes", "on"):
             return True
         if low in ("false", "0", "no", "off"):
             return False
-        raise UsageError(f"--vary {whole!r}: {t!r} is not true or false")
+        raise UsageError(f"--vary {_clip(whole)!r}: {_clip(t)!r} is not true or false",
+                         hint=f"e.g. --vary {spec.name}=true,false")
     return t
 
 
-def _range(spec: FlagSpec, parts: list[str], whole: str, max_points: int = DEFAULT_MAX_POINTS) -> tuple[Any, ...]:
+def _range(spec: FlagSpec, parts: list[str], whole: str, max_points: int = DEFAULT_MAX_POINTS) -> Sequence[Any]:
     if spec.kind not in ("int", "float", "bytes"):
-        raise UsageError(f"--vary {whole!r}: --{spec.name} takes a list of values, not a range",
+        raise UsageError(f"--vary {_clip(whole)!r}: --{spec.name} takes a list of values, not a range",
                          hint=f"e.g. --vary {spec.name}=a,b,c")
     if spec.kind == "float":
-        try:
-            start, stop, step = (Decimal(p.strip()) for p in parts)
-        except InvalidOperation:
-            raise UsageError(f"--vary {whole!r}: start:stop:step must be numbers") from None
+        start, stop, step = (_number(spec, p.strip(), whole) for p in parts)
     else:
         start, stop, step = (Decimal(_scalar(spec, p, whole)) for p in parts)
     if step == 0:
-        raise UsageError(f"--vary {whole!r}: the step must not be 0")
+        raise UsageError(f"--vary {_clip(whole)!r}: the step must not be 0", hint="e.g. --vary util=0.8:0.95:0.05")
     if (stop - start) * step < 0:
-        raise UsageError(f"--vary {whole!r}: the step goes away from stop")
+        raise UsageError(f"--vary {_clip(whole)!r}: the step goes away from stop",
+                         hint="give start:stop:step with the step's sign pointing from start to stop")
     count = int((stop - start) / step) + 1
     if count > max_points:
-        raise UsageError(f"--vary {whole!r}: {count:,} values, more than --max-points {max_points:,}",
+        raise UsageError(f"--vary {_clip(whole)!r}: {count:,} values, more than --max-points {max_points:,}",
                          hint=f"take a larger step, or pass --max-points {count} if you mean it")
-    values = [start + i * step for i in range(count)]
-    if spec.kind == "float":
-        return tuple(float(v) for v in values)
-    return tuple(int(v) for v in values)
+    values = Steps(start, step, count, "float" if spec.kind == "float" else "int")
+    if count > 1 and (values[0] == values[1] or values[-1] == values[-2]):
+        raise UsageError(f"--vary {_clip(whole)!r}: the step is too small to tell the values apart",
+                         hint="take a larger step")
+    return values
 
 
 def parse_vary(text: str, max_points: int = DEFAULT_MAX_POINTS) -> Vary:
@@ -184,18 +213,17 @@ def parse_vary(text: str, max_points: int = DEFAULT_MAX_POINTS) -> Vary:
     Raises :class:`UsageError` on an unknown flag, a bad value or an empty list."""
     whole = str(text)
     if "=" not in whole:
-        raise UsageError(f"--vary {whole!r}: expected FLAG=v1,v2,… or FLAG=start:stop:step",
+        raise UsageError(f"--vary {_clip(whole)!r}: expected FLAG=v1,v2,… or FLAG=start:stop:step",
                          hint="e.g. --vary max-model-len=8192,16384,32768 or --vary util=0.8:0.95:0.05")
     name, _, rhs = whole.partition("=")
     spec = flag_spec(name)
     rhs = rhs.strip()
     parts = rhs.split(":")
     if len(parts) == 3 and "," not in rhs:
-        values = _range(spec, parts, whole, max_points)  # a non-numeric flag raises: it takes a list
-    else:
-        values = tuple(_scalar(spec, v, whole) for v in rhs.split(","))
+        return Vary(spec, _range(spec, parts, whole, max_points))  # a non-numeric flag raises: it takes a list
+    values = tuple(_scalar(spec, v, whole) for v in rhs.split(","))
     if not values:
-        raise UsageError(f"--vary {whole!r}: no values")
+        raise UsageError(f"--vary {_clip(whole)!r}: no values", hint="e.g. --vary max-model-len=8192,16384")
     return Vary(spec, tuple(dict.fromkeys(values)))  # duplicates dropped, order kept
 
 
@@ -217,7 +245,8 @@ def iter_grid(varies: Sequence[Vary], max_points: int = DEFAULT_MAX_POINTS) -> I
     if total > max_points:
         raise UsageError(f"the grid has {total:,} points, more than --max-points {max_points:,}",
                          hint=f"vary fewer values, or pass --max-points {total} if you mean it")
-    return (dict(zip(fields, combo)) for combo in itertools.product(*(v.values for v in varies)))
+    return (dict(zip(fields, combo)) for combo in _product([v.values for v in varies]))
+
 
 
 def build_grid(varies: Sequence[Vary], max_points: int = DEFAULT_MAX_POINTS) -> list[dict[str, Any]]:

@@ -40,6 +40,32 @@ _DEFAULT_HINTS = {
 }
 
 
+#: The most characters of one word (an echoed value, a path) an error line shows; longer ones
+#: end in an ellipsis, so a 5,000-digit number or a 20,000-deep JSON is not printed back whole.
+ECHO_LIMIT = 200
+
+
+def _clip_words(text: str) -> str:
+    return " ".join(w if len(w) <= ECHO_LIMIT else w[:ECHO_LIMIT] + "…" for w in text.split())
+
+
+def _command_path() -> str:
+    """``vmemplan size`` (the command being run) for hints; ``vmemplan`` when none is known."""
+    try:
+        from typer._click.globals import get_current_context  # typer's own click (0.29)
+
+        ctx = get_current_context(silent=True)
+        if ctx is not None and ctx.command_path and " " in ctx.command_path:
+            return ctx.command_path
+    except Exception:  # noqa: BLE001 - a hint must never fail the error it explains
+        pass
+    commands = getattr(sys.modules.get("vmemplan.cli"), "COMMANDS", {})  # loaded by now; no import cycle
+    for arg in sys.argv[1:]:
+        if not arg.startswith("-"):
+            return f"vmemplan {arg}" if arg in commands else "vmemplan"
+    return "vmemplan"
+
+
 def report(message: str, hint: str | None = None, *, code: int | None = None) -> None:
     """Write one ``error:`` line and one ``hint:`` line on stderr: token and userinfo scrubbed,
     control characters and escape sequences removed, nothing else.
@@ -50,7 +76,8 @@ def report(message: str, hint: str | None = None, *, code: int | None = None) ->
     """
     if not hint:
         hint = _DEFAULT_HINTS.get(code if code is not None else 4, _DEFAULT_HINTS[4])
-    text = _scrub("error: " + " ".join(str(message).split())) + "\n" + _scrub("hint: " + " ".join(str(hint).split())) + "\n"
+    hint = str(hint).replace("vmemplan COMMAND", _command_path())
+    text = _scrub("error: " + _clip_words(str(message))) + "\n" + _scrub("hint: " + _clip_words(hint)) + "\n"
     stream = sys.stderr
     if stream is None:
         return

@@ -97,7 +97,10 @@ VideosOpt = Annotated[int | None, typer.Option(
 VideoFramesOpt = Annotated[int, typer.Option("--video-frames", min=1, help="Frames per video.")]
 VideoSizeOpt = Annotated[str, typer.Option("--video-size", help="Frame size WIDTHxHEIGHT.")]
 SimulateOpt = Annotated[bool, typer.Option("--simulate", help="Run the scheduler simulation over synthetic traffic.")]
-RequestsOpt = Annotated[int, typer.Option("--requests", min=1, help="Requests to simulate.")]
+#: The most requests ``--simulate`` takes: the simulator's work grows with the count.
+MAX_SIM_REQUESTS = 100_000
+RequestsOpt = Annotated[int, typer.Option("--requests", min=1, max=MAX_SIM_REQUESTS,
+                                          help=f"Requests to simulate (at most {MAX_SIM_REQUESTS:,}).")]
 ArrivalOpt = Annotated[str, typer.Option(
     "--arrival-rate", help="all-at-once, or requests per second: 2 (Poisson), poisson:2 or uniform:2; "
     "add /step for requests per scheduler step (poisson:0.05/step).")]

@@ -42,8 +42,9 @@ def parse_version(text: str) -> tuple[int, ...]:
 def _parse_release(text: str) -> tuple[int, ...]:
     """:func:`parse_version` of a string, remembered (the rules packs ask for the same few
     versions many times a plan); errors are raised again each time, never cached."""
-    match = _VERSION_RE.match(text)
-    if match is None:
+    match = _VERSION_RE.match(text) if len(text) <= 100 else None
+    if match is None or any(len(part) > 9 for part in match.group("release").split(".")):
+        text = text if len(text) <= 60 else text[:60] + "…"
         raise UsageError(f"not a vLLM version: {text!r}", hint=VERSION_HINT)
     return tuple(int(part) for part in match.group("release").split("."))
 

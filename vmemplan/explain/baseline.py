@@ -36,6 +36,10 @@ WHAT_IF_FLAGS: dict[str, tuple[str, type]] = {
     "block-size": ("block_size", int),
     "vllm-version": ("vllm_version", str),
 }
+#: The largest value an integer what-if takes.  Tensor parallelism must divide the attention
+#: heads, and no model has more than 1,024 of them; the others are counts vLLM keeps in int64.
+_INT_LIMITS = {"tensor-parallel-size": 1024, "block-size": 1 << 20}
+_INT_LIMIT = 2**63 - 1
 _ALIASES = {"util": "gpu-memory-utilization", "tp": "tensor-parallel-size", "kv-dtype": "kv-cache-dtype",
             "mnbt": "max-num-batched-tokens"}
 _KV_DTYPES = ("auto", "bfloat16", "float16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc", "fp8_ds_mla",
@@ -83,9 +87,16 @@ def convert_value(key: str, value: str, kind: type) -> Any:
                 return False
             raise ValueError(value)
         if kind is int:
-            n = int(value.replace(",", "").replace("_", ""))
+            text = value.replace(",", "").replace("_", "")
+            if len(text) > 20:
+                raise ValueError(value)
+            n = int(text)
             if n < 1:
                 raise ValueError(value)
+            limit = _INT_LIMITS.get(key, _INT_LIMIT)
+            if n > limit:
+                raise UsageError(f"--what-if {key}={n:,}: more than {limit:,}",
+                                 hint=f"give {key} a value vLLM could run with (1 to {limit:,})")
             return n
         if kind is float:
             x = float(value)
@@ -93,7 +104,9 @@ def convert_value(key: str, value: str, kind: type) -> Any:
                 raise UsageError(f"--what-if {key}={value}: outside (0, 1]", hint="a fraction such as 0.92")
             return x
     except ValueError:
-        raise UsageError(f"--what-if {key}={value!r}: not a valid {kind.__name__}") from None
+        raise UsageError(f"--what-if {key}={value!r}: not a valid {kind.__name__}",
+                         hint=f"e.g. --what-if {key}=" + {"int": "2", "float": "0.9", "bool": "true"}.get(
+                             kind.__name__, "VALUE")) from None
     if key == "kv-cache-dtype" and value not in _KV_DTYPES:
         raise UsageError(f"--what-if kv-cache-dtype={value!r}: unknown", hint="one of " + ", ".join(_KV_DTYPES))
     if key == "vllm-version":
@@ -101,6 +114,22 @@ def convert_value(key: str, value: str, kind: type) -> Any:
 
         parse_version(value)
     return value
+
+
+def check_what_if_heads(link: Any, tensor_parallel_size: int | None) -> None:
+    """A what-if tensor-parallel size must divide the linked model's attention heads, as ``size``
+    requires: the same UsageError (exit 2), with vLLM's message.  Without a model, nothing to check."""
+    heads = getattr(getattr(link, "config", None), "num_attention_heads", None)
+    if tensor_parallel_size is None or not isinstance(heads, int) or heads <= 0:
+        return
+    from vmemplan.request.refusals import check_tp_heads
+
+    try:
+        check_tp_heads(heads, int(tensor_parallel_size))
+    except UsageError as error:
+        raise UsageError(f"--what-if tensor-parallel-size={tensor_parallel_size}: {error.message}",
+                         hint=f"a tensor-parallel size that divides {heads},"
+                              + (error.hint.partition(":")[2] if error.hint else "")) from None
 
 
 # --------------------------------------------------------------------------------------------

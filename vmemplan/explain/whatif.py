@@ -39,6 +39,7 @@ from vmemplan.explain.baseline import (
     WHAT_IF_FLAGS,
     Baseline,
     batch_defaults,
+    check_what_if_heads,
     convert_value,
     parse_what_if,
     resolve_baseline,
@@ -371,6 +372,7 @@ def what_if(startup: Startup, changes: Mapping[str, str], *, registry: Registry,
                    seqs=int(seqs_new), eager=vals.get("enforce_eager", old.eager), dtype=old.dtype)
     if base.assumed:
         steps.append("not in the log, assumed: " + "; ".join(base.assumed))
+    check_what_if_heads(link, vals.get("tensor_parallel_size"))  # heads known: size's refusal, exit 2
     p_old = _Steps(link, old, registry, gpu) if link is not None else None
     p_new = _Steps(link, new, registry, gpu) if link is not None else None
     if p_old is not None:

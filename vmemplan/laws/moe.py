@@ -61,6 +61,11 @@ class ExpertPlacement:
         return len(set(self.per_rank_experts)) > 1
 
 
+#: The largest expert-parallel group vmemplan lays out (tp x dp x pcp ranks with
+#: --enable-expert-parallel): the layout is per rank, and no deployment comes near this.
+MAX_EP_RANKS = 65_536
+
+
 def local_expert_counts(global_experts: int, ep_size: int) -> list[int]:
     """Physical experts per EP rank: ``global // ep``, plus one for ranks below
     ``global % ep``.  Mirrors vllm/model_executor/layers/fused_moe/expert_map_manager.py::
@@ -103,6 +108,11 @@ def expert_placement(
     if enable_eplb and not enable_expert_parallel:
         raise UsageError("--enable-eplb needs --enable-expert-parallel")
     use_ep = enable_expert_parallel and group > 1
+    if use_ep and group > MAX_EP_RANKS:
+        raise UsageError(
+            f"expert parallelism over {group:,} ranks (tensor x data x prefill-context parallel) is more than "
+            f"vmemplan lays out ({MAX_EP_RANKS:,})",
+            hint="use a realistic --data-parallel-size / --tensor-parallel-size, or drop --enable-expert-parallel")
     if not use_ep:
         return ExpertPlacement(
             num_experts=num_experts, num_redundant_experts=num_redundant_experts,

@@ -13,6 +13,7 @@ from typing import Any
 from vmemplan.core.errors import UsageError
 from vmemplan.laws.multimodal import DEFAULT_MM_LIMIT, Limits
 from vmemplan.laws.speculative import METHODS, MTP_ALIASES, SpeculativeConfig
+from vmemplan.sources._io import loads_json
 
 __all__ = ["parse_limit_mm_per_prompt", "parse_speculative_config"]
 
@@ -44,9 +45,13 @@ def parse_speculative_config(value: str | Mapping[str, Any] | None, *,
         if not value.strip():
             return None
         try:
-            data = json.loads(value)
+            data = loads_json(value)
         except json.JSONDecodeError as exc:
             raise UsageError(f"--speculative-config is not valid JSON: {exc.msg}",
+                             hint='e.g. --speculative-config \'{"method": "eagle3", "model": "...", '
+                                  '"num_speculative_tokens": 3}\'') from None
+        except (ValueError, RecursionError) as exc:  # 4,300+ digits, 20,000-deep nesting
+            raise UsageError(f"--speculative-config is not valid JSON: {exc}",
                              hint='e.g. --speculative-config \'{"method": "eagle3", "model": "...", '
                                   '"num_speculative_tokens": 3}\'') from None
     if not isinstance(data, Mapping):
@@ -108,6 +113,12 @@ def parse_speculative_config(value: str | Mapping[str, Any] | None, *,
                              prompt_lookup_min=lo, prompt_lookup_max=hi)
 
 
+#: The modalities vLLM 0.33.0's models take (their get_supported_mm_limits keys: image, video
+#: and audio everywhere, vision_chunk in Kimi-K2.5).  vLLM keeps a limit for any other name and
+#: then never reads it, so a misspelt modality silently changes nothing: vmemplan refuses it.
+MODALITIES = ("image", "video", "audio", "vision_chunk")
+
+
 def parse_limit_mm_per_prompt(value: str | Mapping[str, object] | None) -> Limits:
     """Parse ``--limit-mm-per-prompt`` as vLLM does: a JSON object of modality → count, where a
     value is an integer or an object with a ``count`` (and dummy-size options that do not change
@@ -124,9 +135,12 @@ def parse_limit_mm_per_prompt(value: str | Mapping[str, object] | None) -> Limit
             return ()
         if text.startswith("{"):
             try:
-                data = json.loads(text)
+                data = loads_json(text)
             except json.JSONDecodeError as exc:
                 raise UsageError(f"--limit-mm-per-prompt is not valid JSON: {exc.msg}",
+                                 hint='e.g. --limit-mm-per-prompt \'{"image": 2, "video": 0}\'') from None
+            except (ValueError, RecursionError) as exc:  # 4,300+ digits, 20,000-deep nesting
+                raise UsageError(f"--limit-mm-per-prompt is not valid JSON: {exc}",
                                  hint='e.g. --limit-mm-per-prompt \'{"image": 2, "video": 0}\'') from None
         else:
             pairs: dict[str, object] = {}
@@ -144,6 +158,11 @@ def parse_limit_mm_per_prompt(value: str | Mapping[str, object] | None) -> Limit
         raise UsageError("--limit-mm-per-prompt must be a JSON object of modality: count")
     out: dict[str, int] = {}
     for modality, raw in data.items():
+        if modality not in MODALITIES:
+            raise UsageError(f"--limit-mm-per-prompt: unknown modality {str(modality)[:60]!r}; "
+                             f"the modalities are {', '.join(MODALITIES)}",
+                             hint="vLLM never reads a limit for another name, so it would change nothing: "
+                                  "fix the name, e.g. '{\"image\": 2, \"video\": 0}'")
         count = raw.get("count", DEFAULT_MM_LIMIT) if isinstance(raw, Mapping) else raw
         if isinstance(count, bool) or not isinstance(count, int) or count < 0:
             raise UsageError(f"--limit-mm-per-prompt: the count for {modality!r} must be a whole number >= 0, "

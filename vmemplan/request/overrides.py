@@ -12,6 +12,7 @@ import json
 from typing import Any
 
 from vmemplan.core.errors import UsageError
+from vmemplan.sources._io import loads_json
 
 __all__ = ["apply_hf_overrides", "parse_hf_overrides"]
 
@@ -22,9 +23,12 @@ def parse_hf_overrides(value: str | dict[str, Any] | None) -> dict[str, Any]:
     if isinstance(value, dict):
         return value
     try:
-        data = json.loads(value)
+        data = loads_json(value)
     except json.JSONDecodeError as exc:
         raise UsageError(f"--hf-overrides is not valid JSON: {exc.msg}",
+                         hint='e.g. --hf-overrides \'{"max_position_embeddings": 65536}\'') from None
+    except (ValueError, RecursionError) as exc:  # 4,300+ digits, 20,000-deep nesting
+        raise UsageError(f"--hf-overrides is not valid JSON: {exc}",
                          hint='e.g. --hf-overrides \'{"max_position_embeddings": 65536}\'') from None
     if not isinstance(data, dict):
         raise UsageError("--hf-overrides must be a JSON object", hint='e.g. {"rope_scaling": {...}}')

@@ -129,6 +129,10 @@ def _args_dir() -> Path:
 
 def _version_key(text: str) -> tuple[int, ...]:
     parts = re.findall(r"\d+", text.split("+")[0])[:4]
+    if any(len(p) > 9 for p in parts):  # no release number is that long (and 4,300 digits raise)
+        from vmemplan.core.version import VERSION_HINT
+
+        raise UsageError(f"not a vLLM version: {text[:60]!r}" + ("…" if len(text) > 60 else ""), hint=VERSION_HINT)
     return tuple(int(p) for p in parts)
 
 
@@ -269,6 +273,9 @@ def _convert(spec: ArgSpec, option: str, raw: str) -> Any:
     conv = _CONVERTERS.get(spec.type or "str", str)
     try:
         value = conv(raw)
+    except RecursionError:
+        raise UsageError(f"argument {option}: the JSON is nested too deeply",
+                         hint=f"give {option} a flat JSON object, as vLLM documents it") from None
     except (ValueError, TypeError) as exc:
         detail = str(exc) if spec.type in ("human_readable_int", "human_readable_int_or_auto") and \
             "Decimals" in str(exc) else f"invalid {spec.type} value: {raw!r}"
