@@ -48,8 +48,19 @@ def _quote(arg: str) -> str:
     return shlex.quote(arg)
 
 
-def sections() -> dict[str, str]:
+def sections(include_slow: bool = True) -> dict[str, str]:
+    """Every generated section; ``include_slow=False`` leaves out the accuracy and startup tables
+    (tests/screen/test_readme_examples.py checks the examples are current)."""
     out: dict[str, str] = {}
+    out["example-paste"] = examples("paste", [
+        ["size", "--gpu", "NVIDIA H100 80GB HBM3", "--", "vllm", "serve", "meta-llama/Llama-3.1-8B",
+         "--host", "0.0.0.0", "--port", "8000", "--max-model-len", "32k", "--enable-lora", "--max-loras", "4",
+         "--max-lora-rank", "64", "--disable-custom-all-reduce"],
+        ["size", "meta-llama/Llama-3.1-8B", "--gpu", "h100", "--swap-space", "4"],
+        ["size", "meta-llama/Llama-3.1-8B", "--gpu", "h100", "--max-num-batched-tokens", "100",
+         "--max-num-seqs", "256"],
+        ["size", "meta-llama/Llama-3.1-8B", "--gpu", "h100", "--gpu-memory-in-use", "10G", "--quiet"],
+    ])
     out["example-size"] = examples("size", [
         ["size", "meta-llama/Llama-3.1-8B", "--gpu", "h100", "--util", "0.92"],
         ["size", "meta-llama/Llama-3.1-8B", "--gpu", "h100", "--util", "0.92", "--max-model-len", "32768",
@@ -79,6 +90,8 @@ def sections() -> dict[str, str]:
     ])
     gpus = run([sys.executable, "-m", "vmemplan", "gpus"]).splitlines()[:12]
     out["example-registry"] = fence("vmemplan gpus | head -12", "\n".join(gpus))
+    if not include_slow:
+        return out
     out["accuracy"] = "```text\n" + run([sys.executable, "bench/accuracy.py"]) + "\n```"
     startup = ROOT / "bench" / "startup.py"
     if startup.exists() and "--skip-startup" not in sys.argv:

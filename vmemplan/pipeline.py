@@ -306,12 +306,17 @@ class Overheads:
         return self.cuda_graph.total_bytes
 
 
-def cuda_graph_subtracted(rules: RulesPack, mode: str) -> bool:
+def cuda_graph_subtracted(rules: RulesPack, mode: str, estimate_env: bool | None = None) -> bool:
     """Whether the release takes the CUDA-graph estimate out of the KV budget: only when it
-    applies the estimate by default and graphs are captured at all (``--enforce-eager`` captures
-    none).  The one rule every command uses (vllm/v1/worker/gpu_worker.py::
-    Worker.determine_available_memory)."""
-    return bool(rules.cuda_graphs.estimate_subtracted_by_default) and mode != "NONE"
+    applies the estimate (by default, or as VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS says in a
+    release that computes it: 0.18 and later) and graphs are captured at all (``--enforce-eager``
+    captures none).  The one rule every command uses (vllm/v1/worker/gpu_worker.py::
+    Worker.determine_available_memory: ``cudagraph_memory_estimate_applied``)."""
+    cg = rules.cuda_graphs
+    applied = cg.estimate_subtracted_by_default
+    if estimate_env is not None and cg.estimate_computed:
+        applied = estimate_env
+    return bool(applied) and mode != "NONE"
 
 
 def _profile_tokens(req: ResolvedRequest) -> int:
@@ -415,7 +420,7 @@ def overheads(req: ResolvedRequest, graph: ModelGraph) -> Overheads:
                                  constants=cost.cuda_graph_constants(), hidden_size=req.config.hidden_size,
                                  num_layers=req.config.num_hidden_layers,
                                  tensor_parallel_size=req.tensor_parallel_size)
-    subtract = cuda_graph_subtracted(rules, mode)
+    subtract = cuda_graph_subtracted(rules, mode, req.cudagraph_estimate_env)
     where = "subtracted before the KV pool" if subtract else "captured after the pool is sized (outside the budget)"
     prov.append(Provenance("cuda_graph_bytes", cg.total_bytes, "estimated",
                            f"{cg.method} estimate for mode {cg.mode}: graphs {cg.num_graphs}, largest "

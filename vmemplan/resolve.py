@@ -143,10 +143,18 @@ class ResolvedRequest:
     lora: Any = None  # vmemplan.laws.lora.LoraConfig with --enable-lora
     cpu_offload_bytes: int = 0  # --cpu-offload-gb × 2^30, where modelled
     cudagraph_capture_sizes: tuple[int, ...] | None = None  # the user's capture sizes as vLLM keeps them
+    #: VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS from the environment (None: the release's default)
+    cudagraph_estimate_env: bool | None = None
 
     @property
     def world_size(self) -> int:
         return self.tensor_parallel_size * self.pipeline_parallel_size
+
+
+def _estimate_env() -> bool | None:
+    from vmemplan.request.env import cudagraph_estimate_env
+
+    return cudagraph_estimate_env()
 
 
 def _resolve_dtype(requested: str | None, config_dtype: str, gpu: Gpu) -> str:
@@ -356,7 +364,7 @@ def _resolve_with(inputs: PlanInputs, *, registry: Registry, source: ModelSource
     if inputs.num_gpu_blocks_override is not None:
         warnings.extend(_override_warnings(rules, inputs.vllm_version or rules.max_version or rules.min_version))
     req = ResolvedRequest(
-        lora=lora, cpu_offload_bytes=cpu_offload_bytes,
+        lora=lora, cpu_offload_bytes=cpu_offload_bytes, cudagraph_estimate_env=_estimate_env(),
         quant_scheme=quant_scheme, runner=runner,
         inputs=inputs, source=source, config=config, adapter=adapter, gpu=gpu, rules=rules,
         vllm_version=inputs.vllm_version or rules.max_version or rules.min_version,

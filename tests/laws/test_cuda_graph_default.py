@@ -58,3 +58,40 @@ def test_table_label_follows_the_applied_estimate(version, label):
     assert label in text
     if p.per_rank.cuda_graph_subtracted:
         assert "(after the pool)" not in text
+
+
+@pytest.mark.parametrize(("version", "env", "subtracted"), [
+    ("0.18.0", None, False), ("0.18.0", "1", True), ("0.19.0", "1", True), ("0.33.0", None, True),
+    ("0.33.0", "0", False), ("0.33.0", "1", True), ("0.14.0", "1", False),  # 0.14 computes no estimate
+])
+def test_the_environment_variable_decides_where_vllm_reads_it(monkeypatch, version, env, subtracted):
+    """VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS (vllm/envs.py: bool(int(...))) switches the applied
+    estimate in every release that computes one; the pool moves by exactly the estimate."""
+    if env is None:
+        monkeypatch.delenv("VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS", raising=False)
+    else:
+        monkeypatch.setenv("VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS", env)
+    p = plan("meta-llama/Llama-3.1-8B", gpu="h100", vllm_version=version)
+    assert p.per_rank.cuda_graph_subtracted is subtracted
+    monkeypatch.delenv("VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS", raising=False)
+    default = plan("meta-llama/Llama-3.1-8B", gpu="h100", vllm_version=version)
+    moved = default.per_rank.available_kv_cache_bytes - p.per_rank.available_kv_cache_bytes
+    expected = (int(subtracted) - int(default.per_rank.cuda_graph_subtracted)) * p.per_rank.cuda_graph_bytes
+    assert moved == expected
+
+
+def test_a_pasted_prefix_sets_it_and_a_bad_value_is_vllms_failure(capsys, monkeypatch):
+    import json
+
+    from tests.request._cli import error_lines, run
+
+    monkeypatch.delenv("VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS", raising=False)
+    r = run(["size", "--gpu", "h100", "--format", "json", "--", "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0",
+             "vllm", "serve", "meta-llama/Llama-3.1-8B"], capsys)
+    assert r.code == 0, r.stderr
+    assert json.loads(r.stdout)["per_rank"]["cuda_graph_subtracted"] is False
+    monkeypatch.setenv("VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS", "yes")
+    r = run(["size", "meta-llama/Llama-3.1-8B", "--gpu", "h100"], capsys)
+    assert r.code == 2
+    err, hint = error_lines(r.stderr)
+    assert "int()" in err and "=1" in hint

@@ -32,3 +32,14 @@ def test_readme_size_example_is_current():
     first = ["size", "meta-llama/Llama-3.1-8B", "--gpu", "h100", "--util", "0.92"]
     expected = module.fence("vmemplan " + " ".join(first), module.run(vm + first))
     assert body.startswith(expected), "README is stale: run python bench/update_readme.py --skip-startup"
+
+
+def test_every_readme_example_is_current():
+    """Each generated example section (size, paste, concurrency, simulate, sweep, explain-log, the
+    registry) is byte for byte what bench/update_readme.py renders now."""
+    module = _update_readme()
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    for name, body in module.sections(include_slow=False).items():
+        found = re.search(rf"<!-- BEGIN {re.escape(name)} -->\n(.*?)<!-- END {re.escape(name)} -->", readme, re.S)
+        assert found is not None, f"README.md has no section {name}"
+        assert found.group(1) == body + "\n", f"README section {name} is stale: run python bench/update_readme.py"

@@ -163,7 +163,7 @@ def plan_for_command(parsed: ParsedCommand | None, **flags: Any) -> tuple[Any, s
 
 
 #: Environment variables of a pasted command that change what vLLM accepts.
-_HONOURED_ENV = ("VLLM_ALLOW_LONG_MAX_MODEL_LEN",)
+_HONOURED_ENV = ("VLLM_ALLOW_LONG_MAX_MODEL_LEN", "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS")
 
 
 def _command_environment(parsed: ParsedCommand | None) -> Any:
