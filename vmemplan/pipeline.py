@@ -332,18 +332,11 @@ def _moe_shape(req: ResolvedRequest) -> Any:
 
     Expert widths are split over the tensor-parallel ranks, or kept whole under expert
     parallelism (vllm/model_executor/layers/fused_moe/config.py::FusedMoEParallelConfig.make)."""
-    from vmemplan.laws.activation import moe_shape_from_config
+    from vmemplan.laws.activation import has_dense_layers, moe_shape_from_config
 
-    text = req.config.text
-    def _n(key: str) -> int:
-        v = text.get(key)
-        return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else 0
-    dense_layers = (_n("first_k_dense_replace") > 0 or _n("interleave_moe_layer_step") > 1
-                    or _n("decoder_sparse_step") > 1 or _n("moe_layer_freq") > 1
-                    or _n("expert_layer_period") > 1 or bool(text.get("mlp_only_layers")))
     moe_tp = 1 if req.inputs.enable_expert_parallel else req.tensor_parallel_size
-    return moe_shape_from_config(text, moe_tp_size=moe_tp, hidden_size=req.config.hidden_size,
-                                 dense_layers=dense_layers)
+    return moe_shape_from_config(req.config.text, moe_tp_size=moe_tp, hidden_size=req.config.hidden_size,
+                                 dense_layers=has_dense_layers(req.config.text))
 
 
 def _activation(req: ResolvedRequest, graph: ModelGraph, prov: list[Provenance]) -> ActivationEstimate:

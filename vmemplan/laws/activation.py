@@ -110,6 +110,19 @@ def _first_int(cfg: Any, *keys: str) -> int | None:
     return None
 
 
+def _whole(text_config: Any, key: str) -> int:
+    v = text_config.get(key) if hasattr(text_config, "get") else None
+    return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else 0
+
+
+def has_dense_layers(text_config: Any) -> bool:
+    """Whether some decoder layers of a MoE model are dense (first-k dense, interleaved, sparse
+    step, layer frequency or period, or an explicit ``mlp_only_layers`` list)."""
+    return (_whole(text_config, "first_k_dense_replace") > 0 or _whole(text_config, "interleave_moe_layer_step") > 1
+            or _whole(text_config, "decoder_sparse_step") > 1 or _whole(text_config, "moe_layer_freq") > 1
+            or _whole(text_config, "expert_layer_period") > 1 or bool(text_config.get("mlp_only_layers")))
+
+
 def moe_shape_from_config(text_config: Any, *, moe_tp_size: int, hidden_size: int,
                           dense_layers: bool = False) -> MoeShape | None:
     """A :class:`MoeShape` from a model's text config, or ``None`` when it names no experts.
