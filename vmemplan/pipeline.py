@@ -400,15 +400,15 @@ def overheads(req: ResolvedRequest, graph: ModelGraph) -> Overheads:
     if req.enforce_eager:
         capture_sizes: list[int] = []
         mode = "NONE"
-    else:
-        # pooling models capture piecewise graphs only (vllm/config/vllm.py, 0.33.0)
-        mode = "PIECEWISE" if req.runner == "pooling" and cg_rules.default_mode != "NONE" else cg_rules.default_mode
+    else:  # pooling models capture piecewise graphs only (vllm/config/vllm.py, 0.33.0)
+        mode = req.cudagraph_mode or cg_rules.default_mode  # -O / -cc: vmemplan/request/compilation.py
+        mode = "PIECEWISE" if req.runner == "pooling" and mode != "NONE" else mode
         capture_sizes = cg_rules.capture_sizes(max_num_seqs=req.max_num_seqs,
                                                max_num_batched_tokens=req.max_num_batched_tokens,
                                                num_speculative_tokens=_num_speculative_tokens(req))
-        if req.cudagraph_capture_sizes is not None and mode != "NONE":
+        if req.cudagraph_capture_sizes is not None or mode == "NONE":  # NONE (-O0, -cc) captures no size;
             # --cudagraph-capture-sizes / --max-cudagraph-capture-size (resolve: laws/cudagraph_sizes.py)
-            capture_sizes = list(req.cudagraph_capture_sizes)
+            capture_sizes = list(req.cudagraph_capture_sizes or ()) if mode != "NONE" else []
     cg = oh_law.cuda_graph_bytes(mode=mode, capture_sizes=capture_sizes, max_num_seqs=req.max_num_seqs,
                                  constants=cost.cuda_graph_constants(), hidden_size=req.config.hidden_size,
                                  num_layers=req.config.num_hidden_layers,
@@ -419,8 +419,8 @@ def overheads(req: ResolvedRequest, graph: ModelGraph) -> Overheads:
                            f"{cg.method} estimate for mode {cg.mode}: graphs {cg.num_graphs}, largest "
                            f"{cg.largest_graph_tokens} (registry cost_model.yaml cuda_graphs); {where} in vLLM {rules.id}"
                            + ("; capture sizes from --cudagraph-capture-sizes / --max-cudagraph-capture-size "
-                              "(vllm/config/vllm.py::VllmConfig._set_cudagraph_sizes)"
-                              if req.cudagraph_capture_sizes is not None else "")))
+                              "(vllm/config/vllm.py::VllmConfig._set_cudagraph_sizes)" if req.cudagraph_capture_sizes
+                              is not None else "") + ("; mode from -O / --compilation-config" if req.cudagraph_mode else "")))
     pre = oh_law.pre_budget_bytes(world_size=req.world_size, tensor_parallel_size=req.tensor_parallel_size,
                                   pipeline_parallel_size=req.pipeline_parallel_size,
                                   constants=cost.pre_budget_constants())

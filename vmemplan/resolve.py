@@ -104,6 +104,10 @@ class PlanInputs(BaseModel):
     # captured for (vmemplan/laws/cudagraph_sizes.py; vllm/config/vllm.py::VllmConfig._set_cudagraph_sizes)
     cudagraph_capture_sizes: list[int] | None = None
     max_cudagraph_capture_size: int | None = None
+    # -O / --optimization-level (0..3) and --compilation-config (a JSON object): the CUDA-graph mode
+    # (vmemplan/request/compilation.py; vllm/config/vllm.py::VllmConfig.__post_init__)
+    optimization_level: int | str | None = None
+    compilation_config: dict[str, Any] | str | None = None
 
 
 @dataclass(frozen=True)
@@ -143,6 +147,7 @@ class ResolvedRequest:
     lora: Any = None  # vmemplan.laws.lora.LoraConfig with --enable-lora
     cpu_offload_bytes: int = 0  # --cpu-offload-gb × 2^30, where modelled
     cudagraph_capture_sizes: tuple[int, ...] | None = None  # the user's capture sizes as vLLM keeps them
+    cudagraph_mode: str | None = None  # the mode -O / --compilation-config leave (None: the release default)
     #: VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS from the environment (None: the release's default)
     cudagraph_estimate_env: bool | None = None
 
@@ -378,7 +383,12 @@ def _resolve_with(inputs: PlanInputs, *, registry: Registry, source: ModelSource
     )
     if inputs.disable_hybrid_kv_cache_manager is False:
         req = _check_hybrid_manager_enabled(req)
-    if inputs.cudagraph_capture_sizes is not None or inputs.max_cudagraph_capture_size is not None:
+    if inputs.optimization_level is not None or inputs.compilation_config is not None:
+        from vmemplan.request.compilation import with_compilation
+
+        req = with_compilation(req)
+    if (req.inputs.cudagraph_capture_sizes is not None or req.inputs.max_cudagraph_capture_size is not None) \
+            and req.cudagraph_mode != "NONE":
         req = _with_capture_sizes(req)
     return req
 

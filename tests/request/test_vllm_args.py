@@ -54,7 +54,7 @@ def test_vllm_serve_with_every_syntax():
     assert a["limit_mm_per_prompt"] == {"image": 0} and a["served_model_name"] == ["a", "b"]
     assert a["optimization_level"] == "3"
     assert "--max-model-len" in p.modelled and "--host" in p.no_memory_effect
-    assert "--enable-lora" in p.modelled and "--optimization-level" in p.not_modelled
+    assert "--enable-lora" in p.modelled and "--optimization-level" in p.modelled
 
 
 def test_api_server_module_docker_and_env_prefixes():
