@@ -289,6 +289,19 @@ def validate_quantization(qc: Mapping[str, Any] | None, source: str = "quantizat
 _NESTED_REPEAT = re.compile(r"\((?:[^()\\]|\\.)*(?:[*+?}|]|\{\d)(?:[^()\\]|\\.)*\)\s*(?:[*+]|\{\d+(?:,\d*)?\})")
 
 
+#: The most unbounded repeats (``*``, ``+``, ``{n,}``) an ignore pattern may hold: a flat run of
+#: ``.*.*.*…`` backtracks polynomially (n repeats: length^n), and real patterns hold one or two
+#: (``.*lm_head``, ``.*layers.\d+.mlp.gate$``).
+MAX_UNBOUNDED_REPEATS = 4
+_REPEAT = re.compile(r"[*+]|\{\d*,\}")
+
+
+def _unbounded_repeats(pattern: str) -> int:
+    text = re.sub(r"\\.", "", pattern)  # escaped characters repeat nothing
+    text = re.sub(r"\[\^?\]?[^\]]*\]", "", text)  # nor does a character class's content
+    return len(_REPEAT.findall(text))
+
+
 def check_ignore_pattern(pattern: str, where: str) -> None:
     """Refuse a ``re:`` ignore pattern that does not compile, or whose shape backtracks
     catastrophically (a repeated group that holds a repetition or an alternation).  Real
@@ -298,6 +311,12 @@ def check_ignore_pattern(pattern: str, where: str) -> None:
     except (re.error, RecursionError, OverflowError) as error:
         raise ModelConfigError(f"{where} is not a valid regular expression ({error})",
                                hint="fix the re: pattern in the ignore list of the quantization config") from None
+    repeats = _unbounded_repeats(pattern)
+    if repeats > MAX_UNBOUNDED_REPEATS:
+        raise ModelConfigError(
+            f"{where} holds {repeats} unbounded repeats ({pattern[:60]!r}); more than {MAX_UNBOUNDED_REPEATS} "
+            "make matching take polynomial time in the module name's length",
+            hint="rewrite the re: pattern with one or two .* (e.g. .*mlp.gate$), or list the modules by name")
     depth_hint = pattern.count("(")
     if depth_hint > 32 or _NESTED_REPEAT.search(pattern) or re.search(r"\)\s*[*+][^()]*\)\s*[*+]", pattern):
         raise ModelConfigError(

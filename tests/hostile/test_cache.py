@@ -45,3 +45,23 @@ def test_hostile_cache_entry(cache, kind):
     assert run.code == 0, run.stderr
     assert run.stdout == expected
     assert "Traceback" not in run.stderr and not run.stderr.strip()
+
+
+@pytest.mark.parametrize("forged", [{"forged": [1, 2]}, [], "text"])
+def test_forged_entry_with_a_valid_envelope_is_parsed_again(tmp_path, forged):
+    # the right header (format, version, source hash) around data of the wrong shape: every
+    # command that reads it drops it and parses the source again; the answer is unchanged
+    import marshal
+
+    env = {"XDG_CACHE_HOME": str(tmp_path)}
+    args = ("size", "meta-llama/Llama-3.1-8B", "--gpu", "h100")
+    expected = {cmd: cli(*cmd, env=env) for cmd in (("gpus",), args)}
+    assert all(r.code == 0 for r in expected.values())
+    for entry in _entries(tmp_path):
+        envelope = marshal.loads(entry.read_bytes())
+        entry.write_bytes(marshal.dumps(envelope[:3] + (forged,)))
+    for cmd, first in expected.items():
+        run = cli(*cmd, env=env)
+        assert run.code == 0, run.stderr
+        assert run.stdout == first.stdout
+        assert "Traceback" not in run.stderr

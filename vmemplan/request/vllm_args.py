@@ -37,6 +37,8 @@ from pathlib import Path
 from typing import Any
 
 from vmemplan.core.errors import RegistryInvalid, UsageError
+from vmemplan.request.config_file import load_config_file
+from vmemplan.sources.cache import retry_uncached
 
 __all__ = [
     "ArgSpec", "ArgTable", "ParsedCommand", "load_arg_table", "available_tables",
@@ -153,6 +155,7 @@ def _read_yaml(path: Path) -> Any:
 
 
 @functools.cache
+@retry_uncached  # a parse-cache entry of the wrong shape is dropped and its source parsed again
 def load_arg_table(version: str | None = None) -> ArgTable:
     """The argument table of ``version`` (default: the newest), with each argument's memory effect.
 
@@ -353,45 +356,6 @@ def _tokenize(command: str | Sequence[str]) -> list[str]:
     if isinstance(command, str):
         return shlex.split(command.replace("\\\r\n", " ").replace("\\\n", " "))
     return [str(t) for t in command]
-
-
-def load_config_file(path: str | Path, table: ArgTable | None = None) -> list[str]:
-    """vLLM's ``--config FILE.yaml`` as flags (vllm/utils/argparse_utils.py::load_config_file):
-    ``true`` -> ``--key``, ``false`` -> ``--no-key`` where that exists, lists -> ``--key a b``,
-    mappings -> ``--key '<json>'``, anything else -> ``--key value``."""
-    p = Path(path)
-    ext = str(path).split(".")[-1]
-    if ext not in ("yaml", "yml"):
-        raise UsageError(f"Config file must be of a yaml/yml type. {ext} supplied",
-                         hint="vLLM's --config takes a YAML file of flag: value pairs")
-    from vmemplan._yaml import safe_load_text, yaml_error
-
-    try:
-        config = safe_load_text(p.read_text(encoding="utf-8")) or {}
-    except OSError as exc:
-        raise UsageError(f"Unable to read the config file at {path}. Check path correctness",
-                         hint=f"{exc.strerror or exc}") from None
-    except yaml_error() as exc:
-        raise UsageError(f"--config {path} is not valid YAML ({str(exc).splitlines()[0]})",
-                         hint="vLLM's --config takes a YAML mapping of flag: value") from None
-    if not isinstance(config, dict):
-        raise UsageError(f"--config {path} is not a mapping", hint="write one flag: value per line")
-    out: list[str] = []
-    for key, value in config.items():
-        if isinstance(value, bool):
-            if value:
-                out.append(f"--{key}")
-            elif table is None or f"--no-{key}" in table.by_string:
-                out.append(f"--no-{key}")
-        elif isinstance(value, list):
-            if value:
-                out.append(f"--{key}")
-                out.extend(str(v) for v in value)
-        elif isinstance(value, dict):
-            out += [f"--{key}", json.dumps(value)]
-        else:
-            out += [f"--{key}", str(value)]
-    return out
 
 
 def _normalise(args: list[str]) -> list[str]:

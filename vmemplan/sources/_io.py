@@ -131,15 +131,21 @@ def printable(text: str) -> str:
 
 _USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@]*@")
 _TOKEN_LIKE = re.compile(r"hf_[A-Za-z0-9]{6,}")
+#: a URL query parameter that carries a credential (``?token=…``, ``&X-Amz-Signature=…``)
+_SECRET_PARAM = re.compile(
+    r"(?i)([?&;](?:[a-z0-9_.-]*[_.-])?(?:token|key|secret|password|passwd|pwd|auth|sig|signature|access_token|"
+    r"credential|credentials|session)=)[^&#\s'\"<>]*")
 
 
 def scrub_secrets(text: str, secrets: tuple[str, ...] = ()) -> str:
-    """``text`` without URL userinfo (``user:pass@``), Hugging Face token-like strings and the
+    """``text`` without URL userinfo (``user:pass@``), credential-like query parameters
+    (``?token=…``, ``&sig=…``, ``&api_key=…``), Hugging Face token-like strings and the
     given secrets (the environment's tokens are always included)."""
     candidates = list(secrets) + [os.environ.get(n, "") for n in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")]
     for secret in sorted({s.strip() for s in candidates if s and len(s.strip()) >= 4}, key=len, reverse=True):
         text = text.replace(secret, "***")
     text = _USERINFO.sub(r"\1***@", text)
+    text = _SECRET_PARAM.sub(r"\1***", text)
     return _TOKEN_LIKE.sub("hf_***", text)
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from vmemplan.core.errors import RegistryInvalid, VmemplanError
+from vmemplan.sources.cache import retry_uncached
 from vmemplan.sources.local import (
     _SIDECAR_QUALIFIERS,
     _VARIANT_QUALIFIERS,
@@ -123,7 +124,7 @@ def _scan_bundled(models_dir: Path) -> dict[str, _BundledFile]:
     return index
 
 
-def _load_yaml_mapping(path: Path) -> dict[str, Any]:
+def _load_yaml_mapping(path: Path, required: str | None = None) -> dict[str, Any]:
     """Parse a small registry YAML file into a mapping (empty when the file is absent).
 
     Parsed once per (path, size, mtime); callers must not mutate the result.
@@ -132,11 +133,12 @@ def _load_yaml_mapping(path: Path) -> dict[str, Any]:
         stat = path.stat()
     except OSError:
         return {}
-    return _parse_yaml_mapping(str(path), stat.st_size, stat.st_mtime_ns)
+    return _parse_yaml_mapping(str(path), stat.st_size, stat.st_mtime_ns, required)
 
 
 @functools.lru_cache(maxsize=32)
-def _parse_yaml_mapping(path_text: str, size: int, mtime_ns: int) -> dict[str, Any]:
+@retry_uncached  # a parse-cache entry of the wrong shape is dropped and its source parsed again
+def _parse_yaml_mapping(path_text: str, size: int, mtime_ns: int, required: str | None = None) -> dict[str, Any]:
     import yaml  # lazy: keep `import vmemplan.sources` light
 
     path = Path(path_text)
@@ -150,6 +152,8 @@ def _parse_yaml_mapping(path_text: str, size: int, mtime_ns: int) -> dict[str, A
         return {}
     if not isinstance(data, dict):
         raise RegistryInvalid(f"registry file {path} must hold a mapping at the top level", hint="reinstall vmemplan, or unset VMEMPLAN_REGISTRY to use the registry it ships with")
+    if required is not None and required not in data:
+        raise RegistryInvalid(f"registry file {path} has no {required!r} key", hint="reinstall vmemplan, or unset VMEMPLAN_REGISTRY to use the registry it ships with")
     return data
 
 
@@ -163,7 +167,7 @@ class _Alias:
 def _load_aliases(models_dir: Path) -> dict[str, _Alias]:
     """``aliases.yaml`` as {lower-cased alias: _Alias}; validates its shape."""
     path = models_dir / "aliases.yaml"
-    data = _load_yaml_mapping(path).get("aliases") or {}
+    data = _load_yaml_mapping(path, "aliases").get("aliases") or {}
     if not isinstance(data, dict):
         raise RegistryInvalid(f"{path}: 'aliases' must be a mapping of id -> {{target, source}}", hint="reinstall vmemplan, or unset VMEMPLAN_REGISTRY to use the registry it ships with")
     aliases: dict[str, _Alias] = {}
@@ -180,7 +184,7 @@ def _load_aliases(models_dir: Path) -> dict[str, _Alias]:
 
 
 def _load_provenance(models_dir: Path) -> dict[str, dict[str, Any]]:
-    files = _load_yaml_mapping(models_dir / "provenance.yaml").get("files") or {}
+    files = _load_yaml_mapping(models_dir / "provenance.yaml", "files").get("files") or {}
     if not isinstance(files, dict):
         raise RegistryInvalid(f"{models_dir / 'provenance.yaml'}: 'files' must be a mapping", hint="reinstall vmemplan, or unset VMEMPLAN_REGISTRY to use the registry it ships with")
     return files

@@ -10,23 +10,32 @@ again, silently:
 * the entry is an envelope ``(format, version, source sha256, data)`` whose header must match
   exactly, so an entry copied over another file's entry is refused;
 * ``marshal`` holds only plain data, and the decoded data must be plain data again (dicts with
-  string keys, lists, strings, numbers, booleans, None) before it is returned.
+  string keys, lists, strings, numbers, booleans, None) before it is returned;
+* an entry can still decode to plain data of the wrong shape (forged with the right header): a
+  reader wrapped in :func:`retry_uncached` (the registry, the vLLM argument tables) that fails on
+  any error after the cache served it an entry deletes the entries it was served and runs once
+  more on freshly parsed sources, so a bad entry never decides the answer.
 
 ``VMEMPLAN_NO_CACHE=1`` turns the cache off.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import marshal
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from vmemplan.sources._io import read_regular
 
-__all__ = ["cache_dir", "cached_parse", "MAX_ENTRY_BYTES"]
+__all__ = ["cache_dir", "cached_parse", "retry_uncached", "MAX_ENTRY_BYTES"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+#: The entries the cache has answered from in this process (see :func:`retry_uncached`).
+_served: list[Path] = []
 
 _FORMAT = "vmemplan-parse-cache-2"
 #: The registry's largest file parses to well under a MiB of marshal data.
@@ -82,6 +91,7 @@ def cached_parse(source: bytes, parse: Callable[[bytes], Any], *, kind: str = "y
             envelope = marshal.loads(blob)
             if (isinstance(envelope, tuple) and len(envelope) == 4
                     and envelope[:3] == (_FORMAT, version, digest) and _plain(envelope[3])):
+                _served.append(entry)
                 return envelope[3]
     except (OSError, EOFError, ValueError, TypeError, MemoryError, RecursionError, OverflowError):
         pass  # absent, not a regular file, unreadable, corrupt: parse again
@@ -96,3 +106,28 @@ def cached_parse(source: bytes, parse: Callable[[bytes], Any], *, kind: str = "y
     except (OSError, ValueError):  # unwritable cache or non-plain data: just do not cache
         pass
     return data
+
+
+def retry_uncached(reader: F) -> F:
+    """Run ``reader``; when it raises anything after the cache answered from an entry, delete the
+    entries it was served and run it once more, on sources parsed again (a real error raises
+    again; one a forged or stale entry caused is gone)."""
+
+    @functools.wraps(reader)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        start = len(_served)
+        try:
+            return reader(*args, **kwargs)
+        except Exception:
+            used = _served[start:]
+            del _served[start:]
+            if not used:
+                raise
+            for entry in used:
+                try:
+                    entry.unlink()
+                except OSError:
+                    pass
+            return reader(*args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
