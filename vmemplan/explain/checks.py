@@ -224,6 +224,11 @@ def _check_bytes_per_token(s: Startup, f: Figures, bpt: int, rank: int | None) -
     return []
 
 
+#: fp32 scalars an attention layer may hold beyond the weights law's four scale buffers, one
+#: 512-byte allocator block each (see :func:`_check_weights`)
+SCALAR_SLACK_PER_LAYER = 3 * 512
+
+
 def _check_weights(f: Figures, expected: int, rank: int | None, slack: int = 0) -> list[Check]:
     """The logged weights against the law's, within the printed decimals; ``slack`` more bytes may
     be scalar fp32 tensors an attention layer holds on the device beyond the four scale buffers
@@ -231,7 +236,7 @@ def _check_weights(f: Figures, expected: int, rank: int | None, slack: int = 0) 
     ``self.q_range = torch.tensor(envs.Q_SCALE_CONSTANT)``, k, v) or 0.33's ``_k_scale_cpu`` /
     ``_v_scale_cpu`` (vllm/model_executor/layers/attention/attention.py::set_default_quant_scales),
     made under the loader's device context, each one 512-byte allocator block.  Which a release
-    has is not tabulated yet, so up to three a layer are allowed (whatif._SCALAR_SLACK_PER_LAYER)."""
+    has is not tabulated yet, so up to three a layer are allowed (SCALAR_SLACK_PER_LAYER)."""
     if f.weights_bytes is None:
         return []
     tol = _tol(f, "weights_bytes")

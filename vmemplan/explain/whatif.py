@@ -201,17 +201,13 @@ def model_check_inputs(startup: Startup, link: ModelLink, base: Baseline, *, reg
     return bpt, weights, note, _scalar_slack(steps) if weights is not None else 0
 
 
-#: fp32 scalars an attention layer may hold beyond the law's four scale buffers, one 512-B block each
-#: (older q/k/v ranges, 0.33's _k/_v_scale_cpu; explain/checks.py::_check_weights)
-_SCALAR_SLACK_PER_LAYER = 3 * 512
-
-
 def _scalar_slack(steps: _Steps) -> int:
+    from vmemplan.explain.checks import SCALAR_SLACK_PER_LAYER
+
     try:
-        layers = max(len(stage.kv_specs) for stage in steps.graph.stages)
+        return max(len(stage.kv_specs) for stage in steps.graph.stages) * SCALAR_SLACK_PER_LAYER
     except (VmemplanError, ValueError, AttributeError):
         return 0
-    return layers * _SCALAR_SLACK_PER_LAYER
 
 
 def _model_free_non_torch(s: _Setting, cost: Any) -> int:
