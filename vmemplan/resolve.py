@@ -108,6 +108,8 @@ class PlanInputs(BaseModel):
     # (vmemplan/request/compilation.py; vllm/config/vllm.py::VllmConfig.__post_init__)
     optimization_level: int | str | None = None
     compilation_config: dict[str, Any] | str | None = None
+    # --attention-backend: checked against --block-size (vmemplan/request/attention_backend.py)
+    attention_backend: str | None = None
 
 
 @dataclass(frozen=True)
@@ -325,6 +327,10 @@ def _resolve_with(inputs: PlanInputs, *, registry: Registry, source: ModelSource
     if inputs.block_size is not None and resolved_block != inputs.block_size:
         warnings.append(f"--block-size {inputs.block_size} becomes {resolved_block}, as vLLM's backend requires")
     block_size = resolved_block
+    from vmemplan.request.attention_backend import check_backend_block_size
+
+    check_backend_block_size(inputs.attention_backend, inputs.block_size, sm_major=gpu.sm_major, kv_cache_dtype=kv_dtype,
+                             mla=bool(config.raw.get("kv_lora_rank")) or hasattr(adapter, "latent_head_size"))
     _check_layout(inputs, tp)
 
     from vmemplan.rules import parse_version

@@ -28,7 +28,7 @@ _ENGINE_KEYS = (
     "enable_lora", "max_loras", "max_lora_rank", "lora_dtype", "fully_sharded_loras", "hf_overrides",
     "cpu_offload_gb", "disable_sliding_window", "num_gpu_blocks_override",
     "async_scheduling", "disable_hybrid_kv_cache_manager", "cudagraph_capture_sizes", "max_cudagraph_capture_size",
-    "optimization_level", "compilation_config",
+    "optimization_level", "compilation_config", "attention_backend",
 )
 
 
