@@ -66,3 +66,31 @@ def test_a_logged_command_replans_a_priori():
     assert plan.engine.max_model_len == 16384 and plan.engine.tensor_parallel_size == 2
     assert plan.engine.gpu_memory_utilization == 0.25
     assert parsed.no_memory_effect == ("--port",)
+
+
+def _readme_commands() -> list[list[str]]:
+    """Every vmemplan command line in the README (its `$ vmemplan …` examples), as argv lists."""
+    import shlex
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    out = []
+    for line in readme.splitlines():
+        if line.startswith("$ vmemplan "):
+            out.append(shlex.split(line[len("$ vmemplan "):].split(" | ")[0]))
+    return out
+
+
+def test_the_readme_pastes_real_commands():
+    assert any("--" in argv and "serve" in argv for argv in _readme_commands())
+
+
+@pytest.mark.parametrize("argv", _readme_commands(), ids=lambda a: " ".join(a)[:60])
+def test_every_readme_command_parses(argv, capsys):
+    """The README's commands (the pasted `vllm serve` line included) are taken as vLLM takes
+    them: none is a usage error unless the README shows it as one (the removed --swap-space and
+    vLLM's batched-tokens refusal, both exit 2 on purpose)."""
+    from tests.request._cli import run
+
+    r = run(argv, capsys)
+    shows_refusal = "--swap-space" in argv or ("--max-num-batched-tokens" in argv and "100" in argv)
+    assert (r.code == 2) == shows_refusal, (argv, r.stderr)
