@@ -103,6 +103,16 @@ def fail(error: VmemplanError) -> None:
     raise typer.Exit(int(error.exit_code))
 
 
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null, so that the flush at exit cannot fail on the closed pipe again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
 def reports_errors(command: F) -> F:
     """Turn an expected failure into one stderr line and its documented exit code.
 
@@ -119,6 +129,9 @@ def reports_errors(command: F) -> F:
         except KeyboardInterrupt:
             report("interrupted", "the run was stopped by Ctrl-C (SIGINT) before it finished; run it again")
             raise typer.Exit(int(ExitCode.INTERRUPTED)) from None
+        except BrokenPipeError:  # `vmemplan … | head`: the reader has what it wanted (click would exit 1)
+            _quiet_stdout()
+            raise typer.Exit(0) from None
         except ValueError as error:  # pydantic validation of flag values
             from pydantic import ValidationError
 
