@@ -22,7 +22,7 @@ from typing import Any
 
 from vmemplan.core.errors import ModelConfigError, UsageError
 
-__all__ = ["FIELDS", "FAMILIES", "validate_config", "validate_quantization", "check_quantization_flag"]
+__all__ = ["FIELDS", "FAMILIES", "TRANSFORMERS_DEFAULTS", "with_transformers_defaults", "validate_config", "validate_quantization", "check_quantization_flag"]
 
 _DIM = 1 << 20  # hidden sizes are ~2^14; ~1M is beyond any model
 _COUNT = 1 << 16  # heads, experts, layers: real models stay below 1,024
@@ -120,6 +120,61 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "qwen2": ("attention_bias",), "qwen3": ("attention_bias",), "gemma": (), "phi3": (),
 }
 
+#: transformers' config-class defaults (configuration_<family>.py, __init__ keyword defaults) for
+#: the fields the laws read, by exact ``model_type``: vLLM reads config.json through these
+#: classes, so a field a config omits takes this value.  transformers is not a dependency;
+#: the values are those of its MixtralConfig, DeepseekV3Config, Qwen3MoeConfig, Qwen3NextConfig,
+#: LlamaConfig, Qwen3Config and GptOssConfig.
+TRANSFORMERS_DEFAULTS: dict[str, dict[str, int]] = {
+    "mixtral": {"num_local_experts": 8, "num_experts_per_tok": 2, "intermediate_size": 14336},
+    "deepseek_v3": {"n_routed_experts": 256, "num_experts_per_tok": 8, "moe_intermediate_size": 2048,
+                    "intermediate_size": 18432, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64,
+                    "v_head_dim": 128, "kv_lora_rank": 512, "n_shared_experts": 1, "first_k_dense_replace": 3},
+    "qwen3_moe": {"num_experts": 128, "num_experts_per_tok": 8, "moe_intermediate_size": 768,
+                  "intermediate_size": 6144},
+    "qwen3_next": {"num_experts": 512, "num_experts_per_tok": 10, "moe_intermediate_size": 512,
+                   "intermediate_size": 5632},
+    "llama": {"intermediate_size": 11008},
+    "qwen3": {"intermediate_size": 22016},
+    "gpt_oss": {"num_local_experts": 128, "num_experts_per_tok": 4, "intermediate_size": 2880},
+}
+
+
+def with_transformers_defaults(raw: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``raw`` with the fields its family's transformers config class defaults filled in where the
+    config omits them (an explicit null is left for :func:`validate_config` to refuse)."""
+
+    def fill(part: Mapping[str, Any]) -> Mapping[str, Any]:
+        defaults = TRANSFORMERS_DEFAULTS.get(str(part.get("model_type") or ""))
+        if not defaults or all(k in part for k in defaults):
+            return part
+        return {**{k: v for k, v in defaults.items() if k not in part}, **part}
+
+    out = fill(raw)
+    for key in ("text_config", "llm_config", "language_config"):
+        sub = out.get(key)
+        if isinstance(sub, Mapping):
+            filled = fill(sub)
+            if filled is not sub:
+                out = {**out, key: filled}
+    return out
+
+
+def _required(model_types: Sequence[str]) -> set[str]:
+    """The fields whose explicit null vmemplan refuses: those the family's config class defaults
+    (its laws always read them), and the latent-attention dimensions of MLA families."""
+    names: set[str] = set()
+    for mt in model_types:
+        names.update(TRANSFORMERS_DEFAULTS.get(mt, {}))
+        if mt.startswith(("deepseek", "kimi", "glm_moe_dsa")):
+            names.update(("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"))
+        if mt.startswith(("mixtral", "gpt_oss", "phimoe", "minimax")):
+            names.add("num_local_experts")
+        if mt.startswith(("qwen2_moe", "qwen3_moe", "qwen3_next", "olmoe")):
+            names.add("num_experts")
+    return names
+
+
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,199}$")
 _HINT = "fix the value in config.json (vLLM reads it as {what}), or fetch a fresh copy of the file"
 
@@ -189,7 +244,12 @@ def validate_config(raw: Mapping[str, Any], text: Mapping[str, Any]) -> None:
     names = _families(*model_types)
     where_text = "" if text is raw else next(
         (f"{k}." for k in ("text_config", "llm_config", "language_config") if raw.get(k) is text), "")
+    required = _required(model_types)
     for name in names:
+        if name in text and text[name] is None and name in required:
+            raise ModelConfigError(f"config.json: {where_text}{name} is null, and vLLM needs its value",
+                                   hint=f"set {name} in config.json to the model's value (or drop the key for "
+                                        "transformers' default), or fetch a fresh copy of the file")
         if name in text:
             _check(where_text, name, text[name], FIELDS[name])
         elif text is not raw and name in raw and name in _COMMON:

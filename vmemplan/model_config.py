@@ -98,6 +98,9 @@ def _with_library_defaults(raw: Mapping[str, Any]) -> Mapping[str, Any]:
     """Fill the keys that transformers' config classes default and some released configs
     omit (Gemma-3's multimodal configs leave out vocab_size and the window pattern), so vmemplan
     sees what vLLM sees.  Only families with such omissions are listed."""
+    from vmemplan.config_schema import with_transformers_defaults
+
+    raw = with_transformers_defaults(raw)
     text = raw.get("text_config") if isinstance(raw.get("text_config"), Mapping) else raw
     model_type = str(text.get("model_type") or raw.get("model_type") or "")
     if model_type.startswith("gemma3"):

@@ -8,7 +8,7 @@ import pytest
 
 from tests.hostile.conftest import check_contract, cli, model_json, write_config
 
-BAD_VALUES = [-1, 0, "abc", 1e30, 10**30, 2.5, True, [8], None]
+BAD_VALUES = [-1, "abc", 1e30, 10**30, 2.5, True, [8], None]  # 0 is valid for some (qk_nope_head_dim)
 
 CASES = [
     ("mistralai--Mixtral-8x7B-v0.1.json", None, "num_local_experts"),
@@ -36,8 +36,17 @@ def _set(config: dict, section: str | None, key: str, value: object) -> dict:
     return config
 
 
-@pytest.mark.parametrize("value", [-1, "abc", 1e30, 2.5, True])
-@pytest.mark.parametrize("name,section,key", CASES, ids=[f"{c[0].split('--')[1][:20]}-{c[2]}" for c in CASES])
+def _nullable(case: tuple) -> bool:
+    # an explicit null max_position_embeddings is what vLLM reads as "no length key": it assumes
+    # 2,048 (ModelConfig._get_and_verify_max_len), so that one plans; every other null is refused
+    return case[2] == "max_position_embeddings"
+
+
+VALUE_CASES = [(case, value) for case in CASES for value in BAD_VALUES if not (value is None and _nullable(case))]
+
+
+@pytest.mark.parametrize("name,section,key,value", [(*c, v) for c, v in VALUE_CASES],
+                         ids=[f"{c[0].split('--')[1][:20]}-{c[2]}-{v!r}"[:60] for c, v in VALUE_CASES])
 def test_bad_field_value_is_refused_naming_the_field(tmp_path, name, section, key, value):
     config = _set(model_json(name), section, key, value)
     run = cli("size", str(write_config(tmp_path, config)), "--gpu", "h100")
@@ -81,3 +90,26 @@ def test_table_with_astronomical_weights_does_not_overflow(tmp_path):
     config = model_json("meta-llama--Llama-3.1-8B.json")
     config["vocab_size"] = 10**30
     check_contract(cli("size", str(write_config(tmp_path, config)), "--gpu", "h100"), 4)
+
+
+DEFAULTED = [
+    ("mistralai--Mixtral-8x7B-v0.1.json", "num_local_experts", 8),  # MixtralConfig
+    ("deepseek-ai--DeepSeek-V3.json", "n_routed_experts", 256),  # DeepseekV3Config
+    ("Qwen--Qwen3-30B-A3B.json", "num_experts", 128),  # Qwen3MoeConfig
+    ("Qwen--Qwen3-Next-80B-A3B-Thinking.json", "num_experts", 512),  # Qwen3NextConfig
+    ("Qwen--Qwen3-30B-A3B.json", "moe_intermediate_size", 768),  # Qwen3MoeConfig
+    ("meta-llama--Llama-3.1-8B.json", "intermediate_size", 11008),  # LlamaConfig
+    ("openai--gpt-oss-20b.json", "num_local_experts", 128),  # GptOssConfig
+]
+
+
+@pytest.mark.parametrize("name,key,default", DEFAULTED, ids=[f"{d[0][:14]}-{d[1]}" for d in DEFAULTED])
+def test_an_absent_field_takes_the_transformers_default(tmp_path, name, key, default):
+    # vLLM reads config.json through transformers' config class: an omitted field is its default
+    config = model_json(name)
+    config.pop(key)
+    absent = cli("size", str(write_config(tmp_path, config, "absent.json")), "--gpu", "b200", "--format", "json")
+    config[key] = default
+    given = cli("size", str(write_config(tmp_path, config, "given.json")), "--gpu", "b200", "--format", "json")
+    assert absent.code == given.code and absent.code in (0, 3), absent.stderr
+    assert json.loads(absent.stdout)["per_rank"]["weights_bytes"] == json.loads(given.stdout)["per_rank"]["weights_bytes"]
