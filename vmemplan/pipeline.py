@@ -238,7 +238,8 @@ def model_graph(req: ResolvedRequest, weights_memo: dict[Any, tuple[WeightBreakd
             wb, eplb = _stage_weights(req, ctx, draft_tensors)
         else:
             key = (replace(ctx, **_NOT_WEIGHTS, speculative_model_config=id(ctx.speculative_model_config)),
-                   req.dtype, repr(req.quant_scheme), id(adapter), repr(req.lora), req.cpu_offload_bytes)
+                   req.dtype, repr(req.quant_scheme), id(adapter), repr(req.lora), req.cpu_offload_bytes,
+                   req.prefetch_offload)
             if key not in weights_memo:
                 weights_memo[key] = _stage_weights(req, ctx, draft_tensors)
             wb, eplb = weights_memo[key]

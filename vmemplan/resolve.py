@@ -86,6 +86,13 @@ class PlanInputs(BaseModel):
     fully_sharded_loras: bool | None = None
     # --cpu-offload-gb (vmemplan/laws/offload.py): decoder-layer weights kept in host memory
     cpu_offload_gb: float | None = Field(default=None, ge=0)
+    # the prefetch offloader (vmemplan/request/offload.py, laws/offload.py): --offload-backend,
+    # --offload-group-size, --offload-num-in-group, --offload-prefetch-step, --offload-params
+    offload_backend: str | None = None
+    offload_group_size: int | None = Field(default=None, ge=0)
+    offload_num_in_group: int | None = Field(default=None, ge=1)
+    offload_prefetch_step: int | None = Field(default=None, ge=0)
+    offload_params: list[str] | None = None
     # --hf-overrides: config.json edits, applied as vLLM applies them (vmemplan/request/overrides.py)
     hf_overrides: str | dict[str, Any] | None = None
     # --num-gpu-blocks-override: the pool gets this many blocks, whatever the budget left
@@ -148,6 +155,7 @@ class ResolvedRequest:
     runner: str = "generate"  # "pooling" for embedding and scoring models
     lora: Any = None  # vmemplan.laws.lora.LoraConfig with --enable-lora
     cpu_offload_bytes: int = 0  # --cpu-offload-gb × 2^30, where modelled
+    prefetch_offload: Any = None  # vmemplan.request.offload.PrefetchOffload, when that offloader is built
     cudagraph_capture_sizes: tuple[int, ...] | None = None  # the user's capture sizes as vLLM keeps them
     cudagraph_mode: str | None = None  # the mode -O / --compilation-config leave (None: the release default)
     #: VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS from the environment (None: the release's default)
@@ -361,7 +369,14 @@ def _resolve_with(inputs: PlanInputs, *, registry: Registry, source: ModelSource
         warnings.append("--enable-lora: the stacked adapter buffers are counted in the weights; the extra CUDA "
                         "graphs captured per adapter state (cudagraph_specialize_lora) and the dummy adapters of "
                         "the profile run are not, so the CUDA-graph and activation figures are low estimates")
-    cpu_offload_bytes = int((inputs.cpu_offload_gb or 0) * 1024**3)
+    from vmemplan.request.offload import resolve_offload
+
+    prefetch_offload, uva = resolve_offload(inputs, warnings)
+    cpu_offload_bytes = int((inputs.cpu_offload_gb or 0) * 1024**3) if uva else 0
+    if prefetch_offload is not None and quant_scheme is not None:
+        warnings.append("prefetch offloading of a quantized checkpoint is not modelled: no weights are moved off the "
+                        "GPU in this plan, so the weights are overstated and the KV pool understated")
+        prefetch_offload = None
     if cpu_offload_bytes and quant_scheme is not None:
         warnings.append("--cpu-offload-gb on a quantized checkpoint is not modelled: no weights are moved off the "
                         "GPU in this plan, so the weights are overstated and the KV pool understated")
@@ -376,6 +391,7 @@ def _resolve_with(inputs: PlanInputs, *, registry: Registry, source: ModelSource
         warnings.extend(_override_warnings(rules, inputs.vllm_version or rules.max_version or rules.min_version))
     req = ResolvedRequest(
         lora=lora, cpu_offload_bytes=cpu_offload_bytes, cudagraph_estimate_env=_estimate_env(),
+        prefetch_offload=prefetch_offload,
         quant_scheme=quant_scheme, runner=runner,
         inputs=inputs, source=source, config=config, adapter=adapter, gpu=gpu, rules=rules,
         vllm_version=inputs.vllm_version or rules.max_version or rules.min_version,

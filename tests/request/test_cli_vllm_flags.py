@@ -39,12 +39,13 @@ def test_vllm_flags_mixed_with_vmemplans(capsys):
 
 
 def test_not_modelled_flags_are_named_and_their_figures_estimated(capsys):
-    d = _json(["size", MODEL, "--gpu", "h100", "--offload-group-size", "4", "--disable-custom-all-reduce"], capsys)
-    assert d["vllm_args"]["not_modelled"] == ["--offload-group-size", "--disable-custom-all-reduce"]
+    d = _json(["size", MODEL, "--gpu", "h100", "--cpu-offload-params", "experts", "--disable-custom-all-reduce"],
+              capsys)
+    assert d["vllm_args"]["not_modelled"] == ["--cpu-offload-params", "--disable-custom-all-reduce"]
     warning = next(w for w in d["warnings"] if w.startswith("not modelled:"))
-    assert "--offload-group-size" in warning and "--disable-custom-all-reduce" in warning
+    assert "--cpu-offload-params" in warning and "--disable-custom-all-reduce" in warning
     prov = {p["figure"]: p for p in d["provenance"]}
-    assert prov["weights_bytes"]["kind"] == "estimated" and "--offload-group-size" in prov["weights_bytes"]["source"]
+    assert prov["weights_bytes"]["kind"] == "estimated" and "--cpu-offload-params" in prov["weights_bytes"]["source"]
     assert prov["available_kv_cache_bytes"]["kind"] == "estimated"
     assert prov["kv_cache.bytes_per_token"]["kind"] == "exact"  # offloading does not touch the per-token KV bytes
 
