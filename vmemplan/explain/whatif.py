@@ -248,8 +248,10 @@ class WhatIf:
     """One re-plan of a logged startup with ``changes`` applied together.
 
     ``measured`` names the log figures the result stands on; ``estimated`` the figures that had to be
-    computed (moved by a law, or missing from the log); ``steps`` says how, one line each.  When the
-    log lacks what a change needs, the figures are ``None`` and ``reason`` says what is missing.
+    computed (moved by a law, or missing from the log); ``steps`` says how, one line each.  A log
+    figure a law moved (the weights at a new tensor-parallel size) is estimated, not measured: the
+    two never overlap.  When the log lacks what a change needs, the figures are ``None`` and
+    ``reason`` says what is missing.
     """
 
     changes: Mapping[str, str]
@@ -265,6 +267,9 @@ class WhatIf:
     num_gpu_blocks: int | None = None
     estimated_max_model_len: int | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "measured", tuple(m for m in self.measured if m not in self.estimated))
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
