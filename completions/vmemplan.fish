@@ -42,6 +42,7 @@ complete -c vmemplan -n '__fish_seen_subcommand_from size' -l limit-mm-per-promp
 complete -c vmemplan -n '__fish_seen_subcommand_from size' -l mm-encoder-tp-mode -x
 complete -c vmemplan -n '__fish_seen_subcommand_from size' -l sampler -x
 complete -c vmemplan -n '__fish_seen_subcommand_from size' -l runner -x
+complete -c vmemplan -n '__fish_seen_subcommand_from size' -l assume-family -x
 complete -c vmemplan -n '__fish_seen_subcommand_from size' -l revision -x
 complete -c vmemplan -n '__fish_seen_subcommand_from size' -l vllm-version -x
 complete -c vmemplan -n '__fish_seen_subcommand_from size' -l gpu-total-memory -x
@@ -110,6 +111,7 @@ complete -c vmemplan -n '__fish_seen_subcommand_from concurrency' -l limit-mm-pe
 complete -c vmemplan -n '__fish_seen_subcommand_from concurrency' -l mm-encoder-tp-mode -x
 complete -c vmemplan -n '__fish_seen_subcommand_from concurrency' -l sampler -x
 complete -c vmemplan -n '__fish_seen_subcommand_from concurrency' -l runner -x
+complete -c vmemplan -n '__fish_seen_subcommand_from concurrency' -l assume-family -x
 complete -c vmemplan -n '__fish_seen_subcommand_from concurrency' -l revision -x
 complete -c vmemplan -n '__fish_seen_subcommand_from concurrency' -l vllm-version -x
 complete -c vmemplan -n '__fish_seen_subcommand_from concurrency' -l gpu-total-memory -x
@@ -164,6 +166,7 @@ complete -c vmemplan -n '__fish_seen_subcommand_from sweep' -l limit-mm-per-prom
 complete -c vmemplan -n '__fish_seen_subcommand_from sweep' -l mm-encoder-tp-mode -x
 complete -c vmemplan -n '__fish_seen_subcommand_from sweep' -l sampler -x
 complete -c vmemplan -n '__fish_seen_subcommand_from sweep' -l runner -x
+complete -c vmemplan -n '__fish_seen_subcommand_from sweep' -l assume-family -x
 complete -c vmemplan -n '__fish_seen_subcommand_from sweep' -l revision -x
 complete -c vmemplan -n '__fish_seen_subcommand_from sweep' -l vllm-version -x
 complete -c vmemplan -n '__fish_seen_subcommand_from sweep' -l gpu-total-memory -x

@@ -255,10 +255,10 @@ def model_graph(req: ResolvedRequest, weights_memo: dict[Any, tuple[WeightBreakd
     scheme_text = req.quant_scheme.describe() if req.quant_scheme is not None else f"{req.dtype} (unquantized)"
     slack = max(s.weights.total_bytes - s.weights.unrounded_bytes for s in stages)
     prov.append(Provenance(
-        "weights_bytes", max(s.weights.total_bytes for s in stages), "exact",
+        "weights_bytes", max(s.weights.total_bytes for s in stages), "exact" if adapter.fidelity == "exact" else "estimated",
         f"{adapter.__class__.__name__} tensors at {req.dtype}, sharded over tp={req.tensor_parallel_size}, "
         f"pp={req.pipeline_parallel_size} (vllm/model_executor/models + vocab_parallel_embedding.py, 0.33.0); "
-        f"{'generic decoder fallback' if adapter.fidelity == 'generic' else 'architecture adapter'}; "
+        f"{ {'generic': 'generic decoder fallback', 'assumed': 'family assumed by --assume-family'}.get(adapter.fidelity, 'architecture adapter')}; "
         f"scheme: {scheme_text}; includes {slack:,} B of CUDA caching-allocator rounding "
         "(2 MiB segments, c10/cuda/CUDACachingAllocator.cpp)"))
     prov.extend(_weight_term_provenance(req, stages[-1].ctx))

@@ -95,6 +95,9 @@ class PlanInputs(BaseModel):
     offload_params: list[str] | None = None
     # --hf-overrides: config.json edits, applied as vLLM applies them (vmemplan/request/overrides.py)
     hf_overrides: str | dict[str, Any] | None = None
+    # vmemplan's --assume-family ARCH: plan an architecture vmemplan has no family for with ARCH's
+    # model graph (flagged: every figure it moves is estimated)
+    assume_family: str | None = None
     # --num-gpu-blocks-override: the pool gets this many blocks, whatever the budget left
     # (vllm/v1/core/kv_cache_planning.py::get_kv_cache_configs, may_override_num_blocks, 0.33.0);
     # vLLM validates nothing (vllm/config/cache.py::CacheConfig: ``int | None``)
@@ -248,9 +251,13 @@ def _resolve_with(inputs: PlanInputs, *, registry: Registry, source: ModelSource
     config, adapter = parsed if parsed is not None else (None, None)
     if config is None or adapter is None:
         config = ModelConfig.from_dict(source.config)
-        adapter = adapter_for(config)
+        adapter = adapter_for(config, assume=inputs.assume_family)
     # The generic fallback is a warning (its figures may be wrong); a family's notes inform.
     adapter_notes = tuple(adapter.notes())
+    if adapter.fidelity == "assumed":
+        warnings.append(f"{config.architecture or config.model_type} is not a family vmemplan plans: sized with the "
+                        f"{type(adapter).__name__} graph (--assume-family), so the weights, KV cache and every figure "
+                        "after them are estimates; check the weights against the checkpoint")
     if adapter.fidelity == "generic":
         from vmemplan.request.architecture import refuse_non_decoder
 

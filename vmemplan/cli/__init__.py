@@ -102,7 +102,7 @@ METAVARS = {
     "lengths": "N,N,…", "prompt_tokens": "N|DIST", "output_tokens": "N|DIST", "arrival_rate": "RATE",
     "image_size": "WxH", "video_size": "WxH", "kv_cache_memory": "BYTES", "speculative_config": "JSON",
     "limit_mm_per_prompt": "JSON", "chart": "OUTPUT", "chart_x": "FLAG", "log": "LOG", "sampler": "NAME",
-    "runner": "NAME", "mm_encoder_tp_mode": "MODE", "gpu_memory_utilization": "FRACTION",
+    "runner": "NAME", "assume_family": "ARCH", "mm_encoder_tp_mode": "MODE", "gpu_memory_utilization": "FRACTION",
 }
 
 

@@ -158,6 +158,12 @@ RunnerOpt = Annotated[str | None, typer.Option(
     show_default=False)]
 
 
+AssumeFamilyOpt = Annotated[str | None, typer.Option(
+    "--assume-family", help="Plan an architecture vmemplan has no family for with this planned architecture's "
+    "model graph, e.g. DeepseekV3ForCausalLM (the error for an unknown architecture names the closest one); "
+    "every figure it moves is then an estimate.", show_default=False)]
+
+
 # --- the engine flags every planning command takes ---------------------------------------------
 #: vLLM's engine flags, in --help order, shared by `size`, `concurrency` and `sweep`: one list,
 #: so the three commands always accept the same flags.
@@ -187,6 +193,7 @@ ENGINE_FLAGS: dict[str, Any] = {
     "mm_encoder_tp_mode": MmEncoderTpModeOpt,
     "sampler": SamplerOpt,
     "runner": RunnerOpt,
+    "assume_family": AssumeFamilyOpt,
     "revision": RevisionOpt,
     "vllm_version": VersionOpt,
     "gpu_total_memory": GpuTotalOpt,

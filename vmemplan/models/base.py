@@ -40,8 +40,9 @@ class Adapter:
 
     architectures: tuple[str, ...] = ()
     family: Literal["dense", "moe"] = "dense"
-    #: "exact" when the adapter mirrors the vLLM model file; "generic" for the fallback
-    fidelity: Literal["exact", "generic"] = "exact"
+    #: "exact" when the adapter mirrors the vLLM model file; "generic" for the fallback; "assumed"
+    #: when the user chose the family (``--assume-family``) for an architecture vmemplan lacks
+    fidelity: Literal["exact", "generic", "assumed"] = "exact"
 
     def __init__(self, config: ModelConfig) -> None:
         self.config = config
@@ -235,19 +236,58 @@ def supported_architectures() -> list[str]:
     return sorted(ADAPTERS)
 
 
-def adapter_for(config: ModelConfig, *, allow_generic: bool = True) -> Adapter:
-    """The adapter for a config's architecture; the generic decoder (flagged) when unknown."""
+def adapter_for(config: ModelConfig, *, allow_generic: bool = True, assume: str | None = None) -> Adapter:
+    """The adapter for a config's architecture; the generic decoder (flagged) when unknown; the
+    family named by ``assume`` (an architecture vmemplan plans, e.g. ``DeepseekV3ForCausalLM``)
+    for an architecture it has no family for, flagged "assumed"."""
     _load_families()
     for arch in config.architectures:
         if arch in ADAPTERS:
             return ADAPTERS[arch](config)
+    if assume:
+        by_lower = {a.lower(): a for a in ADAPTERS}
+        chosen = by_lower.get(assume.strip().lower())
+        if chosen is None:
+            raise UsageError(f"--assume-family {assume!r} is not an architecture vmemplan plans",
+                             hint="one of: " + ", ".join(supported_architectures()))
+        adapter = ADAPTERS[chosen](config)
+        adapter.fidelity = "assumed"
+        return adapter
     if allow_generic and _looks_like_plain_decoder(config.text):
         return _GENERIC[0](config)
     name = config.architecture or config.model_type or "(no architectures key)"
+    like = resembles(config)
     raise UnsupportedArchitecture(
-        f"unsupported architecture {name}",
-        hint="supported: " + ", ".join(supported_architectures()),
+        f"unsupported architecture {name}: vmemplan has no model graph for it yet; it resembles {like}",
+        hint=f"--assume-family {like} plans it with that family's graph (every figure it moves is then an "
+             "estimate); `vmemplan models` lists the families",
     )
+
+
+#: Config keys that mark a family, most specific first, and the architecture vmemplan plans that
+#: family with (what --assume-family is offered for an architecture vmemplan lacks).
+_RESEMBLES: tuple[tuple[str, str], ...] = (
+    ("index_topk", "DeepseekV32ForCausalLM"),
+    ("kv_lora_rank", "DeepseekV3ForCausalLM"),
+    ("linear_num_value_heads", "Qwen3NextForCausalLM"),
+    ("mamba_d_state", "NemotronHForCausalLM"),
+    ("ssm_state_size", "NemotronHForCausalLM"),
+    ("n_routed_experts", "DeepseekV3ForCausalLM"),
+    ("num_local_experts", "MixtralForCausalLM"),
+    ("num_experts", "Qwen3MoeForCausalLM"),
+    ("layer_types", "Gemma3ForCausalLM"),
+    ("sliding_window_pattern", "Gemma3ForCausalLM"),
+    ("block_configs", "DeciLMForCausalLM"),
+)
+
+
+def resembles(config: ModelConfig) -> str:
+    """The planned architecture whose family a config's keys point to (Llama when none)."""
+    text = config.text
+    for key, arch in _RESEMBLES:
+        if text.get(key) and arch in ADAPTERS:
+            return arch
+    return "LlamaForCausalLM"
 
 
 def _looks_like_plain_decoder(text: Mapping[str, Any]) -> bool:
