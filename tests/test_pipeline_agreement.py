@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from vmemplan import pipeline
 from vmemplan.api import plan_from_flags, resolve_request
-from vmemplan.core.errors import VmemplanError
+from vmemplan.core.errors import UsageError, VmemplanError
 from vmemplan.registry import load_registry
 from vmemplan.sources import load_model_source
 from vmemplan.sweep import SweepEvaluator
@@ -188,9 +188,10 @@ def test_a_what_if_refuses_what_size_refuses():
         plan_from_flags(model=model, gpu="h100", tensor_parallel_size=3)
     plan = plan_from_flags(model=model, gpu="h100", max_model_len=8192)
     link, _ = link_model(model, registry=_registry())
-    w = what_if(_startup_from_plan(plan), {"tensor-parallel-size": "3"}, registry=_registry(), link=link,
+    with pytest.raises(UsageError) as refused:  # a flag vLLM refuses: exit 2, with vLLM's message
+        what_if(_startup_from_plan(plan), {"tensor-parallel-size": "3"}, registry=_registry(), link=link,
                 gpu=_registry().gpu("h100"))
-    assert w.available_kv_cache_bytes is None and "refuse" in w.reason
+    assert "must be divisible by tensor parallel size (3)" in refused.value.message
 
 
 def test_the_explain_weights_check_equals_size():
