@@ -91,6 +91,8 @@ def graph_context(req: ResolvedRequest, pp_rank: int = 0) -> GraphContext:
         speculative_model_config=req.draft_config,
         vllm_version=version_tuple_or_none(req.vllm_version),
         disable_sliding_window=bool(req.inputs.disable_sliding_window),
+        mamba_cache_dtype=req.inputs.mamba_cache_dtype or "auto",
+        mamba_ssm_cache_dtype=req.inputs.mamba_ssm_cache_dtype or "auto",
     )
 
 

@@ -120,6 +120,12 @@ class PlanInputs(BaseModel):
     compilation_config: dict[str, Any] | str | None = None
     # --attention-backend: checked against --block-size (vmemplan/request/attention_backend.py)
     attention_backend: str | None = None
+    # --mamba-cache-dtype / --mamba-ssm-cache-dtype (None = "auto"): the recurrent-state dtypes of hybrid
+    # models (vllm/config/cache.py::CacheConfig, MambaDType; vmemplan/request/mamba.py); --mamba-block-size:
+    # checked only, it leaves the pool as it is (vllm/config/vllm.py::VllmConfig.validate_mamba_block_size)
+    mamba_cache_dtype: str | None = None
+    mamba_ssm_cache_dtype: str | None = None
+    mamba_block_size: int | None = Field(default=None, ge=1)
 
 
 @dataclass(frozen=True)
@@ -327,10 +333,14 @@ def _resolve_with(inputs: PlanInputs, *, registry: Registry, source: ModelSource
         raise UsageError(f"--pipeline-parallel-size {pp} exceeds the {config.num_hidden_layers} layers")
     # The attention backend decides the cache dtype it runs and the block size it accepts
     # (vllm/platforms/cuda.py backend selection, Platform.update_block_size_for_backend).
+    from vmemplan.request import mamba
+
+    mamba.check_mamba_dtypes(inputs)
     backend_ctx = GraphContext(
         tensor_parallel_size=tp, pipeline_parallel_size=pp, cache_dtype=kv_dtype, model_dtype=dtype,
         sm_major=gpu.sm_major, max_model_len=int(max_model_len), enable_prefix_caching=bool(prefix),
         max_num_batched_tokens=int(mnbt), max_num_seqs=int(max_num_seqs),
+        mamba_cache_dtype=inputs.mamba_cache_dtype or "auto", mamba_ssm_cache_dtype=inputs.mamba_ssm_cache_dtype or "auto",
     )
     resolved_kv = adapter.resolve_cache_dtype(backend_ctx, kv_dtype)
     if resolved_kv != kv_dtype:
@@ -342,6 +352,12 @@ def _resolve_with(inputs: PlanInputs, *, registry: Registry, source: ModelSource
     if inputs.block_size is not None and resolved_block != inputs.block_size:
         warnings.append(f"--block-size {inputs.block_size} becomes {resolved_block}, as vLLM's backend requires")
     block_size = resolved_block
+    from vmemplan.core.version import version_tuple_or_none
+
+    warnings.extend(mamba.mamba_dtype_warnings(inputs, adapter, config))
+    warnings.extend(mamba.mamba_block_size_warnings(
+        inputs, adapter, enable_prefix_caching=bool(prefix), max_model_len=int(max_model_len),
+        block_size=int(block_size), version=version_tuple_or_none(inputs.vllm_version or rules.max_version or rules.min_version)))
     from vmemplan.request.attention_backend import check_backend_block_size
 
     check_backend_block_size(inputs.attention_backend, inputs.block_size, sm_major=gpu.sm_major, kv_cache_dtype=kv_dtype,

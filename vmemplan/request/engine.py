@@ -29,6 +29,7 @@ _ENGINE_KEYS = (
     "cpu_offload_gb", "disable_sliding_window", "num_gpu_blocks_override",
     "async_scheduling", "disable_hybrid_kv_cache_manager", "cudagraph_capture_sizes", "max_cudagraph_capture_size",
     "optimization_level", "compilation_config", "attention_backend",
+    "mamba_cache_dtype", "mamba_ssm_cache_dtype", "mamba_block_size",
     "offload_backend", "offload_group_size", "offload_num_in_group", "offload_prefetch_step", "offload_params",
 )
 
