@@ -123,7 +123,9 @@ def test_unknown_architecture_names_families():
            "num_attention_heads": 4, "vocab_size": 100, "num_experts": 8}
     with pytest.raises(UnsupportedArchitecture) as e:
         adapter_for(ModelConfig.from_dict(cfg))
-    assert "LlamaForCausalLM" in (e.value.hint or "")
+    # experts and no MLA: the Qwen3-MoE family, offered as --assume-family
+    assert "resembles Qwen3MoeForCausalLM" in e.value.message
+    assert "--assume-family Qwen3MoeForCausalLM" in (e.value.hint or "")
 
 
 def test_generic_fallback_is_flagged():

@@ -514,7 +514,8 @@ def what_if(startup: Startup, changes: Mapping[str, str], *, registry: Registry,
                 g_new = max(0, g_old + law_new - law_old) if old.subtracts_cuda_graph else law_new
             if g_new != g_old:
                 K_new -= g_new - g_old
-                estimated.append("cuda_graph_estimate_bytes")
+                if not new.eager:  # eager captures nothing: 0 is known, not estimated
+                    estimated.append("cuda_graph_estimate_bytes")
                 why = "enforce-eager captures no CUDA graphs" if new.eager else "the capture sizes change"
                 steps.append(f"CUDA graph estimate taken from the budget: {_gib(g_old)} -> {_gib(g_new)} GiB ({why})")
         elif new.eager != old.eager:
