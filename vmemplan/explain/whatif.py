@@ -248,10 +248,8 @@ class WhatIf:
     """One re-plan of a logged startup with ``changes`` applied together.
 
     ``measured`` names the log figures the result stands on; ``estimated`` the figures that had to be
-    computed (moved by a law, or missing from the log); ``steps`` says how, one line each.  A log
-    figure a law moved (the weights at a new tensor-parallel size) is estimated, not measured: the
-    two never overlap.  When the log lacks what a change needs, the figures are ``None`` and
-    ``reason`` says what is missing.
+    computed (moved by a law, or missing from the log; never also measured); ``steps`` says how, one
+    line each.  When the log lacks what a change needs, the figures are ``None`` and ``reason`` says why.
     """
 
     changes: Mapping[str, str]
