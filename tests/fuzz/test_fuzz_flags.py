@@ -19,7 +19,7 @@ from _harness import must_be_vmemplan_error, plan_flags, registry, time_limit
 
 pytestmark = pytest.mark.slow
 
-EXAMPLES = int(os.environ.get("VMEMPLAN_FUZZ_EXAMPLES", "10000"))
+EXAMPLES = int(os.environ.get("VMEMPLAN_FUZZ_EXAMPLES", "1500"))
 
 MODELS = (
     "meta-llama/Llama-3.1-8B", "meta-llama/Llama-3.2-1B-Instruct", "Qwen/Qwen2.5-7B", "Qwen/Qwen3-8B-FP8",

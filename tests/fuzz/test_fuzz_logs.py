@@ -19,7 +19,7 @@ from _harness import explain_log_bytes, must_be_vmemplan_error, real_logs, time_
 
 pytestmark = pytest.mark.slow
 
-EXAMPLES = int(os.environ.get("VMEMPLAN_FUZZ_EXAMPLES", "10000"))
+EXAMPLES = int(os.environ.get("VMEMPLAN_FUZZ_EXAMPLES", "1500"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, database=None, suppress_health_check=list(HealthCheck))
 
 NOISE_LINES = (
