@@ -14,7 +14,6 @@ import pytest
 from tests.hostile.conftest import check_contract, cli, model_json, write_config
 
 LOG = Path(__file__).resolve().parent / "fixtures" / "qwen2-7b-no-header.log"
-OWNED = "owned by the flag-parser / sweep / what-if / model-link rewrite (issue 15)"
 
 
 @pytest.mark.parametrize("vary", ["gpu-memory-utilization=nan:0.9:0.1", "max-model-len=1:inf:1000",
