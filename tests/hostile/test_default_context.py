@@ -83,8 +83,9 @@ EXPECTED = {
     "unsloth/Mistral-Small-24B-Instruct-2501-GGUF": 32768,
     "zai-org/GLM-4.5-Air": 131072,
     "zai-org/GLM-4.7": 202752,
+    "zai-org/GLM-5": 202752,
 }
-NOT_PLANNED = {"MiniMaxAI/MiniMax-M1", "tiiuae/Falcon-H1-0.5B", "zai-org/GLM-5"}
+NOT_PLANNED = {"MiniMaxAI/MiniMax-M1", "tiiuae/Falcon-H1-0.5B"}
 
 
 def _default(model: str) -> int:

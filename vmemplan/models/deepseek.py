@@ -524,7 +524,9 @@ class DeepseekV32(DeepseekMLA):
     ``index_topk_freq`` > 1 (not in the released config) some layers skip it.
     """
 
-    architectures = ("DeepseekV32ForCausalLM",)
+    # GLM-5 / GLM-5.2 (``glm_moe_dsa``) is this class on CUDA and ROCm: vllm/models/deepseek_v32/
+    # __init__.py imports ``DeepseekV32ForCausalLM as GlmMoeDsaForCausalLM`` (0.33.0)
+    architectures = ("DeepseekV32ForCausalLM", "GlmMoeDsaForCausalLM")
 
     @property
     def index_head_dim(self) -> int:
