@@ -5,15 +5,24 @@ from __future__ import annotations
 
 import json
 
+from pathlib import Path
+
 from tests.request._cli import error_lines, run
+
+MINICPM3 = Path(__file__).resolve().parents[1] / "fixtures/oracle/configs/openbmb--MiniCPM3-4B.json"
 
 
 def test_the_refusal_names_the_family_it_resembles(capsys):
+    r = run(["size", str(MINICPM3), "--gpu", "h100"], capsys)
+    assert r.code == 4
+    err, hint = error_lines(r.stderr)
+    assert "MiniCPM3ForCausalLM" in err and "resembles DeepseekV3ForCausalLM" in err  # kv_lora_rank: MLA
+    assert "--assume-family DeepseekV3ForCausalLM" in hint
+    # MiniMax-M1's lightning-attention layers: no planned family is close, and it says so
     r = run(["size", "MiniMaxAI/MiniMax-M1", "--gpu", "h200", "-tp", "8"], capsys)
     assert r.code == 4
     err, hint = error_lines(r.stderr)
-    assert "MiniMaxM1ForCausalLM" in err and "resembles MixtralForCausalLM" in err  # num_local_experts
-    assert "--assume-family MixtralForCausalLM" in hint
+    assert "none of its families is close" in err and "KV cache would be wrong" in hint
 
 
 def test_assume_family_plans_it_and_says_every_figure_is_estimated(capsys):

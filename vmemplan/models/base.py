@@ -257,6 +257,13 @@ def adapter_for(config: ModelConfig, *, allow_generic: bool = True, assume: str 
         return _GENERIC[0](config)
     name = config.architecture or config.model_type or "(no architectures key)"
     like = resembles(config)
+    if like is None:
+        raise UnsupportedArchitecture(
+            f"unsupported architecture {name}: vmemplan has no model graph for it yet, and none of its families is "
+            "close (its config mixes in layer kinds vmemplan does not model, such as lightning attention)",
+            hint="--assume-family ARCH would plan it with another family's graph, but its KV cache would be wrong; "
+                 "`vmemplan models` lists the families",
+        )
     raise UnsupportedArchitecture(
         f"unsupported architecture {name}: vmemplan has no model graph for it yet; it resembles {like}",
         hint=f"--assume-family {like} plans it with that family's graph (every figure it moves is then an "
@@ -281,9 +288,16 @@ _RESEMBLES: tuple[tuple[str, str], ...] = (
 )
 
 
-def resembles(config: ModelConfig) -> str:
-    """The planned architecture whose family a config's keys point to (Llama when none)."""
+#: Config keys of layer kinds no planned family has (MiniMax-M1's lightning attention).
+_NO_CLOSE_FAMILY = ("attn_type_list",)
+
+
+def resembles(config: ModelConfig) -> str | None:
+    """The planned architecture whose family a config's keys point to (Llama when none; None
+    when the config has a layer kind no planned family models)."""
     text = config.text
+    if any(text.get(k) for k in _NO_CLOSE_FAMILY):
+        return None
     for key, arch in _RESEMBLES:
         if text.get(key) and arch in ADAPTERS:
             return arch
