@@ -41,3 +41,18 @@ def test_no_gpu_is_said_and_no_command_gives_no_block():
     bare = "\n".join(LOG.splitlines()[:1] + LOG.splitlines()[2:])
     report, = explain_startups(parse_log(bare), registry=registry)
     assert report.a_priori is None
+
+
+def test_a_logged_model_that_is_not_offline_is_named_not_missing():
+    """Log 038's args line names casperhansen/deepseek-r1-distill-qwen-14b-awq (kept apart from the
+    args by the parser): the a-priori plan says it is not available offline, not that the line
+    names no model, and never reaches for the network."""
+    from pathlib import Path
+
+    from vmemplan.explain.apriori import a_priori_plan
+    from vmemplan.explain.parse import parse_log, read_log_bytes
+
+    log = Path(__file__).resolve().parents[1] / "fixtures/logs/038-r1-distill-qwen-14b-awq-rx9070xt-rocm.log"
+    startup = parse_log(read_log_bytes(log.read_bytes()))[0]
+    prior = a_priori_plan(startup, link=None, gpu=None, vllm_version=None)
+    assert "casperhansen/deepseek-r1-distill-qwen-14b-awq is not available offline" in prior["reason"]

@@ -52,8 +52,13 @@ def a_priori_plan(startup: Startup, *, link: ModelLink | None, gpu: Gpu | None,
     gpu_id = gpu.id if gpu is not None else ASSUMED_GPU
     try:
         parsed = parse_non_default_args(args, vllm_version=version)
-        model = link.model_id if link is not None else parsed.model
+        model = link.model_id if link is not None else None
         if not model:
+            # the log parser keeps the args line's model apart (startup.model)
+            named = parsed.model or startup.model
+            if named:
+                return {"reason": f"the logged model {named} is not available offline (bundled, local or in the "
+                                  "Hugging Face cache); pass --model, or --online"}
             return {"reason": "the non-default args line names no model; pass --model"}
         flags = {**engine_flags(parsed)}
         if version is not None:
