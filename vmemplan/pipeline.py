@@ -409,9 +409,10 @@ def overheads(req: ResolvedRequest, graph: ModelGraph) -> Overheads:
         capture_sizes = cg_rules.capture_sizes(max_num_seqs=req.max_num_seqs,
                                                max_num_batched_tokens=req.max_num_batched_tokens,
                                                num_speculative_tokens=_num_speculative_tokens(req))
-        if req.cudagraph_capture_sizes is not None or mode == "NONE":  # NONE (-O0, -cc) captures no size;
-            # --cudagraph-capture-sizes / --max-cudagraph-capture-size (resolve: laws/cudagraph_sizes.py)
-            capture_sizes = list(req.cudagraph_capture_sizes or ()) if mode != "NONE" else []
+        if mode == "NONE":  # -O0 / --compilation-config: no graph, no size
+            capture_sizes = []
+        elif req.cudagraph_capture_sizes is not None:  # the user's sizes (resolve: laws/cudagraph_sizes.py)
+            capture_sizes = list(req.cudagraph_capture_sizes)
     cg = oh_law.cuda_graph_bytes(mode=mode, capture_sizes=capture_sizes, max_num_seqs=req.max_num_seqs,
                                  constants=cost.cuda_graph_constants(), hidden_size=req.config.hidden_size,
                                  num_layers=req.config.num_hidden_layers,

@@ -249,6 +249,7 @@ def _resolve_with(inputs: PlanInputs, *, registry: Registry, source: ModelSource
 
     gpu, gpu_warnings = select_gpu(registry, inputs.gpu, inputs.gpu_total_memory)
     rules, version_warning = registry.rules(inputs.vllm_version)
+    version_text = inputs.vllm_version or rules.max_version or rules.min_version  # the release planned for
     warnings: list[str] = list(gpu_warnings)
     if version_warning:
         warnings.append(version_warning)
@@ -357,7 +358,7 @@ def _resolve_with(inputs: PlanInputs, *, registry: Registry, source: ModelSource
     warnings.extend(mamba.mamba_dtype_warnings(inputs, adapter, config))
     warnings.extend(mamba.mamba_block_size_warnings(
         inputs, adapter, enable_prefix_caching=bool(prefix), max_model_len=int(max_model_len),
-        block_size=int(block_size), version=version_tuple_or_none(inputs.vllm_version or rules.max_version or rules.min_version)))
+        block_size=int(block_size), version=version_tuple_or_none(version_text)))
     from vmemplan.request.attention_backend import check_backend_block_size
 
     check_backend_block_size(inputs.attention_backend, inputs.block_size, sm_major=gpu.sm_major, kv_cache_dtype=kv_dtype,
@@ -368,7 +369,7 @@ def _resolve_with(inputs: PlanInputs, *, registry: Registry, source: ModelSource
 
     quant_scheme = scheme_for(config.quantization_config, source.extra, inputs.quantization,
                               sm_major=gpu.sm_major,
-                              vllm_version=parse_version(inputs.vllm_version or rules.max_version or rules.min_version))
+                              vllm_version=parse_version(version_text))
     if quant_scheme is not None:
         adapter_notes = (*adapter_notes, f"weights: {quant_scheme.describe()}")
     runner = _resolve_runner(inputs.runner, config)
@@ -411,13 +412,13 @@ def _resolve_with(inputs: PlanInputs, *, registry: Registry, source: ModelSource
                         "VllmConfig.__post_init__); which runner vLLM picks is not modelled, so windowed layers' "
                         "admission is planned with one batch per stage")
     if inputs.num_gpu_blocks_override is not None:
-        warnings.extend(_override_warnings(rules, inputs.vllm_version or rules.max_version or rules.min_version))
+        warnings.extend(_override_warnings(rules, version_text))
     req = ResolvedRequest(
         lora=lora, cpu_offload_bytes=cpu_offload_bytes, cudagraph_estimate_env=_estimate_env(),
         prefetch_offload=prefetch_offload,
         quant_scheme=quant_scheme, runner=runner,
         inputs=inputs, source=source, config=config, adapter=adapter, gpu=gpu, rules=rules,
-        vllm_version=inputs.vllm_version or rules.max_version or rules.min_version,
+        vllm_version=version_text,
         dtype=dtype, gpu_memory_utilization=float(util), max_model_len=int(max_model_len),
         max_num_seqs=int(max_num_seqs), max_num_batched_tokens=int(mnbt), block_size=int(block_size),
         kv_cache_dtype=kv_dtype, tensor_parallel_size=int(tp), pipeline_parallel_size=int(pp),

@@ -15,11 +15,6 @@ if TYPE_CHECKING:
 
 __all__ = ["render_table", "render_tree", "memory_bar", "segments"]
 
-#: The size table's rows that are estimated terms with a band of their own (PerRank field names).
-_TERM_OF_LABEL = {"activation peak": "activation_peak_bytes", "non-torch": "non_torch_bytes",
-                  "CUDA graphs": "cuda_graph_bytes"}
-
-
 def _g(n: int) -> str:
     """GiB with two decimals; exact integer arithmetic, so an astronomically large figure prints
     instead of overflowing a float."""
@@ -159,25 +154,27 @@ def render_table(plan: MemoryPlan, headline: Headline | None = None, columns: in
     table.add_column("GiB", justify="right")
     table.add_column("bytes", justify="right")
     table.add_column("kind")
+    # (label, bytes, kind, the PerRank field: a band is keyed by it)
     rows = [
-        ("GPU total (CUDA)", plan.gpu_total_memory_bytes, kinds.get("gpu.total_memory_bytes", "given")),
-        (f"budget (util {e.gpu_memory_utilization})", r.requested_memory_bytes, "exact"),
-        ("weights", r.weights_bytes, kinds.get("weights_bytes", "exact")),
-        ("activation peak", r.activation_peak_bytes, "estimated"),
-        ("non-torch", r.non_torch_bytes, "estimated"),
-        ("CUDA graphs" + ("" if r.cuda_graph_subtracted else " (after the pool)"), r.cuda_graph_bytes, "estimated"),
-        ("available KV cache", r.available_kv_cache_bytes, kinds.get("available_kv_cache_bytes", "estimated")),
-        ("before the budget", r.pre_budget_bytes, "estimated"),
+        ("GPU total (CUDA)", plan.gpu_total_memory_bytes, kinds.get("gpu.total_memory_bytes", "given"), None),
+        (f"budget (util {e.gpu_memory_utilization})", r.requested_memory_bytes, "exact", None),
+        ("weights", r.weights_bytes, kinds.get("weights_bytes", "exact"), None),
+        ("activation peak", r.activation_peak_bytes, "estimated", "activation_peak_bytes"),
+        ("non-torch", r.non_torch_bytes, "estimated", "non_torch_bytes"),
+        ("CUDA graphs" + ("" if r.cuda_graph_subtracted else " (after the pool)"), r.cuda_graph_bytes, "estimated",
+         "cuda_graph_bytes"),
+        ("available KV cache", r.available_kv_cache_bytes, kinds.get("available_kv_cache_bytes", "estimated"),
+         "available_kv_cache_bytes"),
+        ("before the budget", r.pre_budget_bytes, "estimated", None),
     ]
     band = plan.band
-    # each estimated term's own band, where some corpus log prints that term (laws/bands.py)
-    halves = {"available KV cache": band.half_width_bytes} if band is not None else {}
-    by_term = {t.term: t.half_width_bytes for t in band.terms} if band is not None else {}
-    for label, n, kind in rows:
+    # the available KV cache's band, and each estimated term's own where some corpus log prints it
+    halves = ({"available_kv_cache_bytes": band.half_width_bytes, **{t.term: t.half_width_bytes for t in band.terms}}
+              if band is not None else {})
+    for label, n, kind, field in rows:
         gib = _g(n)
-        half = halves.get(label, by_term.get(_TERM_OF_LABEL.get(label.split(" (")[0], ""), None))
-        if half is not None:
-            gib += f" ± {half / (1 << 30):.2f}"
+        if field in halves:
+            gib += f" ± {halves[field] / (1 << 30):.2f}"
         table.add_row(label, gib, f"{n:,}", kind)
     kv = plan.kv_cache
     kvt = Table(title="KV cache", title_justify="left")
