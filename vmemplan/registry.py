@@ -192,6 +192,15 @@ class Registry:
         return self._vllm_archs
 
     @property
+    def declared_architectures(self) -> dict[str, dict[str, Any]]:
+        """Architectures described as a planned family plus switches and config-key renames
+        (registry/architectures/*.yaml, each with the vLLM source it mirrors), read on first use;
+        empty when the file is absent.  vmemplan/models/declared.py turns them into adapters."""
+        if not hasattr(self, "_declared"):
+            self._declared = _load_declared_architectures(self.root)
+        return self._declared
+
+    @property
     def models_dir(self) -> Path:
         return self.root / "models"
 
@@ -304,6 +313,42 @@ def _load_vllm_architectures(root: Path) -> dict[str, tuple[str, ...]]:
                               + ("; " + "; ".join(errors) if errors else ""),
                               hint="regenerate it with bench/vllm_architectures/generate.py")
     return {k: tuple(v) for k, v in archs.items()}
+
+
+_DECLARED_KEYS = {"base": str, "source": str, "switches": dict, "keys": dict, "config": str}
+
+
+@_retry_uncached
+def _load_declared_architectures(root: Path) -> dict[str, dict[str, Any]]:
+    folder = root / "architectures"
+    if not folder.is_dir():
+        return {}
+    errors: list[str] = []
+    out: dict[str, dict[str, Any]] = {}
+    for path in sorted(folder.glob("*.yaml")):
+        data = _read_yaml(path, errors)
+        archs = data.get("architectures") if isinstance(data, dict) else None
+        if not isinstance(archs, dict):
+            errors.append(f"{path.name}: expected architectures: {{name: {{base, source, ...}}}}")
+            continue
+        for name, entry in archs.items():
+            where = f"{path.name}: {name}"
+            if name in out:
+                errors.append(f"{where}: declared twice")
+            if not isinstance(entry, dict) or not isinstance(entry.get("base"), str) \
+                    or not isinstance(entry.get("source"), str):
+                errors.append(f"{where}: needs base (a planned architecture) and source (the vLLM file it mirrors)")
+                continue
+            for key, value in entry.items():
+                if key not in _DECLARED_KEYS or not isinstance(value, _DECLARED_KEYS[key]):
+                    errors.append(f"{where}.{key}: not a known field of the right type ({', '.join(_DECLARED_KEYS)})")
+            if not all(isinstance(k, str) and isinstance(v, str) for k, v in (entry.get("keys") or {}).items()):
+                errors.append(f"{where}.keys: a map of config key -> the config key it is read from")
+            out[str(name)] = dict(entry)
+    if errors:
+        raise RegistryInvalid("invalid registry: architectures/: " + "; ".join(errors),
+                              hint="each entry is base, source, and optional switches, keys and config")
+    return out
 
 
 @_retry_uncached

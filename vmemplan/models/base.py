@@ -223,12 +223,24 @@ def register_generic(cls: type[Adapter]) -> type[Adapter]:
     return cls
 
 
+_LOADED: list[bool] = []
+
+
 def _load_families() -> None:
     # Import every family module (by file name, so this module imports none of them) so
-    # that each registers itself: a new family is one new module.
+    # that each registers itself: a new family is one new module.  Then the architectures
+    # declared as data (registry/architectures/*.yaml, models/declared.py) on top of them.
+    if _LOADED:
+        return
     for info in pkgutil.iter_modules([str(_FAMILY_DIR)]):
         if info.name not in ("base", "__init__"):
             importlib.import_module(f"{__package__}.{info.name}")
+    from vmemplan.models.declared import declared_adapters
+    from vmemplan.registry import load_registry
+
+    for arch, cls in declared_adapters(load_registry().declared_architectures, dict(ADAPTERS)).items():
+        ADAPTERS.setdefault(arch, cls)
+    _LOADED.append(True)
 
 
 def supported_architectures() -> list[str]:
@@ -312,7 +324,7 @@ def _looks_like_plain_decoder(text: Mapping[str, Any]) -> bool:
     return not any(text.get(m) for m in markers)
 
 
-def rope_cache_positions(config: ModelConfig) -> tuple[int, int]:
+def rope_cache_positions(config: ModelConfig, fraction_key: str | None = None) -> tuple[int, int]:
     """(positions, rotary_dim) of the rotary cos/sin cache vLLM builds once per model.
 
     Mirrors vllm/model_executor/layers/rotary_embedding/base.py::RotaryEmbedding (0.33.0):
@@ -321,10 +333,21 @@ def rope_cache_positions(config: ModelConfig) -> tuple[int, int]:
     long-rope builds a short and a long cache.
     """
     text = config.text
-    partial = text.get("partial_rotary_factor", 1.0)
-    if not isinstance(partial, (int, float)) or partial <= 0:
+    rs0 = config.rope_scaling()
+    # vllm/transformers_utils/config.py::patch_rope_parameters reads the fraction under any of
+    # three names and moves it into rope_parameters, where get_rope reads it (0.33.0)
+    partial: Any = None
+    for key in ((fraction_key,) if fraction_key else ()) + ("partial_rotary_factor", "rotary_pct", "rotary_emb_fraction"):
+        if isinstance(text.get(key), (int, float)):
+            partial = text[key]
+            break
+    if partial is None and rs0 and isinstance(rs0.get("partial_rotary_factor"), (int, float)):
+        partial = rs0["partial_rotary_factor"]
+    if not isinstance(partial, (int, float)) or isinstance(partial, bool) or partial <= 0:
         partial = 1.0
     rotary_dim = int(config.head_dim * partial)
+    if rs0 and isinstance(rs0.get("rope_dim"), int) and rs0["rope_dim"] > 0:
+        rotary_dim = rs0["rope_dim"]  # get_rope: an explicit rope_dim wins
     positions = config.max_position_embeddings
     rs = config.rope_scaling()
     if rs:

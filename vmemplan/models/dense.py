@@ -56,8 +56,32 @@ class LlamaLike(Adapter):
     )
     qkv_bias_default = False
     qk_norm = False
+    # -- switches a declared architecture (registry/architectures.yaml) may set; the
+    # defaults are Llama's.  None means "as the config says".
+    #: forced biases on qkv_proj / o_proj / the MLP linears (None: the config's keys)
+    attn_qkv_bias: bool | None = None
+    attn_o_bias: bool | None = None
+    mlp_has_bias: bool | None = None
+    #: "head": q_norm/k_norm over one head (Qwen3); "full": over all heads of the rank (OLMo-2)
+    qk_norm_shape: str = "head"
+    #: "rms": RMSNorm (a weight); "layer": LayerNorm (a weight and a bias)
+    norm_kind: str = "rms"
+    #: norms in one decoder layer (1 for a parallel attention+MLP block, 4 for a sandwich)
+    norms_per_layer: int = 2
+    #: "gated": fused gate_up_proj + down_proj; "plain": up_proj (fc1) + down_proj (fc2)
+    mlp_kind: str = "gated"
+    #: the LM head tied to the embedding (None: the config's tie_word_embeddings)
+    tied_head: bool | None = None
+    #: whether the model builds a rotary cos/sin cache
+    rotary: bool = True
+    #: a learned absolute position table of max_position_embeddings + this many rows (None: none)
+    learned_positions_offset: int | None = None
+    #: a LayerNorm right after the embedding (BLOOM's word_embeddings_layernorm)
+    embedding_norm: bool = False
 
     def qkv_bias(self) -> bool:
+        if self.attn_qkv_bias is not None:
+            return self.attn_qkv_bias
         text = self.config.text
         bias = bool(text.get("attention_bias", False) or text.get("bias", False))
         if "qkv_bias" in text:
@@ -65,11 +89,24 @@ class LlamaLike(Adapter):
         return bias or self.qkv_bias_default
 
     def o_bias(self) -> bool:
+        if self.attn_o_bias is not None:
+            return self.attn_o_bias
         text = self.config.text
         return bool(text.get("attention_bias", False) or text.get("bias", False))
 
     def mlp_bias(self) -> bool:
+        if self.mlp_has_bias is not None:
+            return self.mlp_has_bias
         return bool(self.config.text.get("mlp_bias", False))
+
+    def head_tied(self) -> bool:
+        return self.config.tie_word_embeddings if self.tied_head is None else self.tied_head
+
+    def _norm(self, name: str, width: int, count: int = 1) -> list[WeightTensor]:
+        out = [WeightTensor(name, "norm", width, 1, count)]
+        if self.norm_kind == "layer":
+            out.append(WeightTensor(name + ".bias", "norm", width, 1, count))
+        return out
 
     def kv_heads_per_rank(self, tp: int) -> int:
         """KV heads on one rank: split when tp divides them, one replicated head otherwise.
@@ -113,31 +150,44 @@ class LlamaLike(Adapter):
                              in_features_full=h),
                 WeightTensor("self_attn.o_proj", "linear", h, q_rows, n, True,
                              in_features_full=cfg.num_attention_heads * hd),
-                WeightTensor("mlp.gate_up_proj", "linear", 2 * inter, h, n, True, in_features_full=h),
+            ]
+            up_rows = 2 * inter if self.mlp_kind == "gated" else inter
+            out += [
+                WeightTensor("mlp.gate_up_proj" if self.mlp_kind == "gated" else "mlp.up_proj", "linear",
+                             up_rows, h, n, True, in_features_full=h),
                 WeightTensor("mlp.down_proj", "linear", h, inter, n, True,
                              in_features_full=cfg.intermediate_size),
-                WeightTensor("input_layernorm+post_attention_layernorm", "norm", h, 1, 2 * n),
-                # each Attention layer's _k_scale/_v_scale/_q_scale/_prob_scale: four fp32 scalars
-                # (vllm/model_executor/layers/attention/attention.py::set_default_quant_scales)
-                WeightTensor("self_attn.attn.k/v/q/prob_scale", "buffer", 1, 1, 4 * n, dtype="float32"),
             ]
+            out += self._norm("input_layernorm+post_attention_layernorm", h, self.norms_per_layer * n)
+            # each Attention layer's _k_scale/_v_scale/_q_scale/_prob_scale: four fp32 scalars
+            # (vllm/model_executor/layers/attention/attention.py::set_default_quant_scales)
+            out.append(WeightTensor("self_attn.attn.k/v/q/prob_scale", "buffer", 1, 1, 4 * n, dtype="float32"))
             if self.qkv_bias():
                 out.append(WeightTensor("self_attn.qkv_proj.bias", "bias", q_rows + 2 * kv_rows, 1, n))
             if self.o_bias():
                 out.append(WeightTensor("self_attn.o_proj.bias", "bias", h, 1, n))
             if self.mlp_bias():
-                out.append(WeightTensor("mlp.gate_up_proj.bias", "bias", 2 * inter, 1, n))
+                out.append(WeightTensor("mlp.gate_up_proj.bias" if self.mlp_kind == "gated" else "mlp.up_proj.bias",
+                                        "bias", up_rows, 1, n))
                 out.append(WeightTensor("mlp.down_proj.bias", "bias", h, 1, n))
             if self.qk_norm:
-                out.append(WeightTensor("self_attn.q_norm+k_norm", "norm", hd, 1, 2 * n))
+                if self.qk_norm_shape == "full":
+                    out += self._norm("self_attn.q_norm", q_rows, n) + self._norm("self_attn.k_norm", kv_rows, n)
+                else:
+                    out += self._norm("self_attn.q_norm+k_norm", hd, 2 * n)
+        if first and self.learned_positions_offset is not None:
+            out.append(WeightTensor("model.embed_positions", "embedding",
+                                    cfg.max_position_embeddings + self.learned_positions_offset, h))
+        if first and self.embedding_norm:
+            out += self._norm("model.embed_layernorm", h)
         if last:
-            out.append(WeightTensor("model.norm", "norm", h, 1))
-            if not (cfg.tie_word_embeddings and first):
+            out += self._norm("model.norm", h)
+            if not (self.head_tied() and first):
                 # A tied head shares the embedding's storage; on a last stage without the
                 # embedding vLLM still allocates its own copy.
                 out.append(WeightTensor("lm_head", "lm_head", vocab_rows, h))
-        positions, rotary_dim = rope_cache_positions(cfg)
-        if n:
+        if n and self.rotary:
+            positions, rotary_dim = rope_cache_positions(cfg)
             out.append(WeightTensor("rotary_emb.cos_sin_cache", "buffer", positions, rotary_dim))
         return out
 
