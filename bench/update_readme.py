@@ -76,6 +76,10 @@ def sections(include_slow: bool = True) -> dict[str, str]:
     (tests/screen/test_readme_examples.py checks the examples are current)."""
     out: dict[str, str] = {}
     out["model-families"] = family_table()
+    sys.path.insert(0, str(ROOT / "bench"))
+    from coverage import coverage_table
+
+    out["architecture-coverage"] = coverage_table()
     out["example-paste"] = examples("paste", [
         ["size", "--gpu", "NVIDIA H100 80GB HBM3", "--", "vllm", "serve", "meta-llama/Llama-3.1-8B",
          "--host", "0.0.0.0", "--port", "8000", "--max-model-len", "32k", "--enable-lora", "--max-loras", "4",
