@@ -49,13 +49,29 @@ def main() -> int:
                 counted[id(t)] = name
         # a tensor that is a view of another counted tensor shares its storage on a GPU: the
         # oracle (which counts tensors, not storages, on meta) counts its bytes twice
+        # Views are found by ``_base`` and by a shared storage: a parameter built on a view
+        # (``nn.Parameter(view)``, as MLA's W_UK_T/W_UV of an unquantized kv_b_proj are made by
+        # replace_parameter in mla_attention.py::process_weights_after_loading) has no ``_base``
+        # but the same StorageImpl (``untyped_storage()._cdata``, which meta tensors keep).
         al = []
-        for kind, items in (("parameter", model.named_parameters(remove_duplicate=False)),
+        owner: dict[int, str] = {}
+        for _kind, items in (("parameter", model.named_parameters(remove_duplicate=False)),
                             ("buffer", model.named_buffers(remove_duplicate=False))):
             for name, t in items:
+                if t is None or counted.get(id(t)) != name:
+                    continue
                 base = getattr(t, "_base", None)
-                if t is not None and base is not None and id(base) in counted and counted.get(id(t)) == name:
+                if base is not None and id(base) in counted:
                     al.append((name, counted[id(base)], t.numel() * t.element_size()))
+                    continue
+                try:
+                    key = t.untyped_storage()._cdata
+                except (RuntimeError, NotImplementedError):
+                    continue
+                if key in owner:
+                    al.append((name, owner[key], t.numel() * t.element_size()))
+                else:
+                    owner[key] = name
         aliases.append(al)
         dumps.append(rows)
         return orig(model)

@@ -43,6 +43,10 @@ class WeightTensor:
     allocations: int | None = None
     # full (unsharded) output features, for per-channel / block scales
     out_features_full: int | None = None
+    # a copy the model derives from the tensor named here, in the model dtype, that exists only
+    # when that tensor is quantized (MLA's W_UK_T/W_UV dequantized from a quantized kv_b_proj;
+    # from an unquantized one they are views, no bytes): the weights law decides
+    copy_of: str | None = None
 
     @property
     def num_allocations(self) -> int:

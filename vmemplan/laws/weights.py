@@ -99,6 +99,26 @@ def parameter_count(tensors: Iterable[WeightTensor]) -> int:
     return sum(t.elements for t in tensors if t.kind != "buffer")
 
 
+def _quantized(source: WeightTensor | None, scheme: WeightScheme | None, width: int) -> bool:
+    """Whether ``scheme`` stores ``source`` below the model dtype (then a model-dtype copy of it
+    is new memory)."""
+    if source is None or scheme is None or not source.quantizable:
+        return False
+    parts_of = getattr(scheme, "tensor_parts", None)
+    if parts_of is not None:
+        named = parts_of(source, width)
+        if named is None:
+            return False
+        units = max(1, source.num_allocations)
+        priced = sum(p[1] * (p[2] if len(p) > 2 else units) for p in named)
+    else:
+        q = scheme.tensor_bytes(source, width)
+        if q is None:
+            return False
+        priced = q
+    return priced < source.elements * width
+
+
 def weight_bytes_per_rank(
     tensors: Iterable[WeightTensor],
     *,
@@ -123,7 +143,11 @@ separate tensor —
     buffers = 0
     unrounded = 0
     parts_of = getattr(scheme, "tensor_parts", None) if scheme is not None else None
+    tensors = list(tensors)
+    by_name = {t.name: t for t in tensors}
     for t in tensors:
+        if t.copy_of is not None and not _quantized(by_name.get(t.copy_of), scheme, width):
+            continue  # a view of an unquantized tensor: no storage of its own
         units = max(1, t.num_allocations)
         parts: list[tuple[int, int]] | None = None
         if scheme is not None and (t.quantizable or t.kind in ("expert", "lm_head", "embedding")):
