@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from vmemplan.core.errors import ModelConfigError, UsageError
@@ -36,6 +36,7 @@ class Field:
     minimum: float = 1
     maximum: float = _DIM
     nullable: bool = False
+    per_layer: bool = False  # a list, one value a layer, is accepted in PER_LAYER_MODEL_TYPES
 
 
 #: Every field a law reads, with its kind and range.
@@ -46,7 +47,7 @@ FIELDS: dict[str, Field] = {
     "num_attention_heads": Field("int", 1, _COUNT),
     "num_key_value_heads": Field("int", 1, _COUNT),
     "head_dim": Field("int", 1, _COUNT, nullable=True),
-    "intermediate_size": Field("int", 0, 1 << 24),
+    "intermediate_size": Field("int", 0, 1 << 24, per_layer=True),
     "vocab_size": Field("int", 1, 1 << 24),
     "max_position_embeddings": Field("int", 1, 1 << 34),
     "tie_word_embeddings": Field("bool"),
@@ -190,8 +191,17 @@ def _describe(field: Field) -> str:
     return "a list of whole numbers"
 
 
+#: Families whose config lists a per-layer value for a ``per_layer`` field (Gemma-3n's MatFormer
+#: ``intermediate_size``, transformers' Gemma3nTextConfig).
+PER_LAYER_MODEL_TYPES = ("gemma3n",)
+
+
 def _check(where: str, name: str, value: Any, field: Field) -> None:
     if value is None:  # transformers reads null as "use the default"; a required one is missing
+        return
+    if field.per_layer and isinstance(value, list) and 0 < len(value) <= 4096:
+        for item in value:
+            _check(where, name, item, replace(field, per_layer=False))
         return
     bad = False
     if field.kind == "bool":
@@ -251,7 +261,10 @@ def validate_config(raw: Mapping[str, Any], text: Mapping[str, Any]) -> None:
                                    hint=f"set {name} in config.json to the model's value (or drop the key for "
                                         "transformers' default), or fetch a fresh copy of the file")
         if name in text:
-            _check(where_text, name, text[name], FIELDS[name])
+            field = FIELDS[name]
+            if field.per_layer and not any(mt.startswith(PER_LAYER_MODEL_TYPES) for mt in model_types):
+                field = replace(field, per_layer=False)
+            _check(where_text, name, text[name], field)
         elif text is not raw and name in raw and name in _COMMON:
             _check("", name, raw[name], FIELDS[name])
     vision = raw.get("vision_config")

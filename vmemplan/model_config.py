@@ -223,7 +223,10 @@ class ModelConfig:
         else:
             head_dim = _as_int(hd_raw, "head_dim")
         inter_raw = _first(text, "intermediate_size", "ffn_hidden_size", "n_inner")
-        intermediate = 4 * hidden if inter_raw is None else _as_int(inter_raw, "intermediate_size", minimum=0)
+        if isinstance(inter_raw, list) and inter_raw:  # per-layer sizes (Gemma-3n): the largest
+            intermediate = max(_as_int(v, "intermediate_size", minimum=0) for v in inter_raw)
+        else:
+            intermediate = 4 * hidden if inter_raw is None else _as_int(inter_raw, "intermediate_size", minimum=0)
         vocab = need("vocab_size", "padded_vocab_size")
         max_pos_raw = _first(text, "max_position_embeddings", "n_positions", "max_sequence_length", "seq_length")
         if max_pos_raw is None:
