@@ -9,14 +9,14 @@ from pathlib import Path
 
 from tests.request._cli import error_lines, run
 
-MINICPM3 = Path(__file__).resolve().parents[1] / "fixtures/oracle/configs/openbmb--MiniCPM3-4B.json"
+MIMO_V2 = Path(__file__).resolve().parents[1] / "fixtures/oracle/configs/XiaomiMiMo--MiMo-V2-Flash.json"
 
 
 def test_the_refusal_names_the_family_it_resembles(capsys):
-    r = run(["size", str(MINICPM3), "--gpu", "h100"], capsys)
+    r = run(["size", str(MIMO_V2), "--gpu", "h100"], capsys)
     assert r.code == 4
     err, hint = error_lines(r.stderr)
-    assert "MiniCPM3ForCausalLM" in err and "resembles DeepseekV3ForCausalLM" in err  # kv_lora_rank: MLA
+    assert "MiMoV2FlashForCausalLM" in err and "resembles DeepseekV3ForCausalLM" in err  # n_routed_experts
     assert "--assume-family DeepseekV3ForCausalLM" in hint
     # MiniMax-M1's lightning-attention layers: no planned family is close, and it says so
     r = run(["size", "MiniMaxAI/MiniMax-M1", "--gpu", "h200", "-tp", "8"], capsys)
