@@ -23,6 +23,9 @@ MAX_MODEL_LEN = 32768
 # 1.25 MiB a token at TP 1) needs 40 GiB for one 32,768-token request, more than the available
 # bytes, and vLLM refuses it; a 16,384-token length keeps the same bytes and gives blocks.
 OVERRIDES = {("CohereForAI--c4ai-command-r-v01.ome-trimmed", 1): {"max_model_len": 16384}}
+# multimodal checkpoints checked too (vision tower weights, the language model's KV pool), with
+# the TPs to run: the families issue 11 names first (Qwen3.5-27B loads its Qwen3-VL tower)
+MULTIMODAL = {"Qwen--Qwen3.5-27B": (1, 2, 4)}
 # skip a file whose twin is a plain copy of the same checkpoint
 SKIP_SUFFIXES = (".hf_quant_config.json",)
 
@@ -79,11 +82,11 @@ def main() -> int:
             continue
         cfg = json.loads(f.read_text())
         arch = (cfg.get("architectures") or [None])[0]
-        if arch not in archs:
+        stem = f.name[:-5]
+        if arch not in archs and stem not in MULTIMODAL:
             continue
         rel = f.relative_to(ROOT).as_posix()
-        stem = f.name[:-5]
-        for tp in (1, pick_tp(cfg)):
+        for tp in MULTIMODAL.get(stem, (1, pick_tp(cfg))):
             case = {"id": case_id(stem, tp), "config": rel, "architecture": arch, "tp": tp,
                     "provenance": provenance_for(f)}
             case.update(OVERRIDES.get((stem, tp), {}))

@@ -172,6 +172,9 @@ class _GatedDeltaHybrid(HybridAdapter):
                 lin("self_attn.o_proj", h, cfg.num_attention_heads // tp * hd, n_attn,
                     in_full=cfg.num_attention_heads * hd),
                 vec("self_attn.q_norm+k_norm", hd, 2 * n_attn),
+                # each Attention layer's four fp32 scale scalars
+                # (vllm/model_executor/layers/attention/attention.py::set_default_quant_scales)
+                WeightTensor("self_attn.attn.k/v/q/prob_scale", "buffer", 1, 1, 4 * n_attn, dtype="float32"),
             ]
             if self._t("qkv_bias", False):
                 out.append(vec("self_attn.qkv_proj.bias", q_rows + 2 * kv_rows, n_attn, kind="bias"))
@@ -236,7 +239,7 @@ class _GatedDeltaHybrid(HybridAdapter):
 
     def notes(self) -> tuple[str, ...]:
         notes = []
-        if "vision_config" in self.config.raw:
+        if "vision_config" in self.config.raw and not hasattr(self, "vision_weight_tensors"):
             notes.append("the vision encoder's weights are not included in this adapter's tensors")
         return tuple(notes)
 
@@ -261,8 +264,6 @@ class Qwen3_5(_GatedDeltaHybrid):
     architectures = (
         "Qwen3_5ForCausalLM",
         "Qwen3_5MoeForCausalLM",
-        "Qwen3_5ForConditionalGeneration",
-        "Qwen3_5MoeForConditionalGeneration",
     )
     gqa_interleaved_layout = False
 
