@@ -105,7 +105,29 @@ def _with_library_defaults(raw: Mapping[str, Any]) -> Mapping[str, Any]:
     model_type = str(text.get("model_type") or raw.get("model_type") or "")
     if model_type.startswith("gemma3"):
         return gemma3_text_defaults(raw)
+    if model_type == "dbrx":
+        return dbrx_flat(raw)
     return raw
+
+
+def dbrx_flat(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """A DBRX config with its nested dimensions under the names vmemplan reads (keys present are
+    kept): vllm/model_executor/models/dbrx.py (0.33.0) reads ``d_model``, ``n_heads``,
+    ``n_layers``, ``max_seq_len``, ``attn_config.kv_n_heads`` / ``rope_theta`` and
+    ``ffn_config.ffn_hidden_size`` / ``moe_num_experts`` / ``moe_top_k``."""
+    out = dict(raw)
+    attn = raw.get("attn_config") if isinstance(raw.get("attn_config"), Mapping) else {}
+    ffn = raw.get("ffn_config") if isinstance(raw.get("ffn_config"), Mapping) else {}
+    for target, value in (("hidden_size", raw.get("d_model")), ("num_attention_heads", raw.get("n_heads")),
+                          ("num_hidden_layers", raw.get("n_layers")),
+                          ("max_position_embeddings", raw.get("max_seq_len")),
+                          ("num_key_value_heads", attn.get("kv_n_heads")), ("rope_theta", attn.get("rope_theta")),
+                          ("intermediate_size", ffn.get("ffn_hidden_size")),
+                          ("num_local_experts", ffn.get("moe_num_experts")),
+                          ("num_experts_per_tok", ffn.get("moe_top_k"))):
+        if value is not None and target not in out:
+            out[target] = value
+    return out
 
 
 def _first(d: Mapping[str, Any], *keys: str) -> Any:

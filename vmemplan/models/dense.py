@@ -62,7 +62,8 @@ class LlamaLike(Adapter):
     attn_qkv_bias: bool | None = None
     attn_o_bias: bool | None = None
     mlp_has_bias: bool | None = None
-    #: "head": q_norm/k_norm over one head (Qwen3); "full": over all heads of the rank (OLMo-2)
+    #: "head": q_norm/k_norm over one head (Qwen3); "full": over all heads of the rank (OLMo-2);
+    #: "total": over every head of the model, replicated on each rank (OLMoE)
     qk_norm_shape: str = "head"
     #: "rms": RMSNorm (a weight); "layer": LayerNorm (a weight and a bias)
     norm_kind: str = "rms"
@@ -173,6 +174,9 @@ class LlamaLike(Adapter):
             if self.qk_norm:
                 if self.qk_norm_shape == "full":
                     out += self._norm("self_attn.q_norm", q_rows, n) + self._norm("self_attn.k_norm", kv_rows, n)
+                elif self.qk_norm_shape == "total":
+                    out += (self._norm("self_attn.q_norm", cfg.num_attention_heads * hd, n)
+                            + self._norm("self_attn.k_norm", cfg.num_key_value_heads * hd, n))
                 else:
                     out += self._norm("self_attn.q_norm+k_norm", hd, 2 * n)
         if first and self.learned_positions_offset is not None:
