@@ -1,0 +1,161 @@
+"""TII Falcon-H1 (``FalconH1ForCausalLM``): every decoder layer runs grouped-query attention
+and a Mamba-2 mixer in parallel on the same input, then a gated MLP.
+
+Mirrors vllm/model_executor/models/falcon_h1.py (FalconH1ParallelHybrid,
+FalconH1AttentionDecoderLayer, FalconH1SSMDecoderLayer, FalconH1MLP, FalconH1Model,
+FalconH1ForCausalLM) with vllm/model_executor/layers/mamba/mamba_mixer2.py::MambaMixer2
+(0.33.0).  Each layer owns two caches: the attention layer ``model.layers.{i}.attn`` and the
+Mamba-2 layer, which vLLM names ``model.{L + i}.mixer`` (``L`` = the layer count: the SSM
+prefix is built from the layer prefix's first part and ``num_hidden_layers + i``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from vmemplan.core.errors import ModelConfigError
+from vmemplan.core.graph import GraphContext, WeightTensor
+from vmemplan.models.base import register
+from vmemplan.models.dense import pad_vocab
+from vmemplan.models.granite_hybrid import attention_scale_buffers
+from vmemplan.models.hybrid import (
+    HybridAdapter,
+    LayerKind,
+    StateTensor,
+    extra_groups_for_head_shards,
+    mamba2_state,
+    state_dtypes,
+)
+from vmemplan.models.hybrid_mamba import MAMBA2_CHECKPOINT_SINCE, mamba2_mixer_tensors
+
+__all__ = ["FalconH1"]
+
+
+@register
+class FalconH1(HybridAdapter):
+    """Falcon-H1: attention + Mamba-2 in every layer (``layers_block_type`` is "hybrid"
+    throughout, transformers FalconH1Config)."""
+
+    architectures = ("FalconH1ForCausalLM",)
+    attention_layer_name = "model.layers.{i}.attn"
+
+    def _get(self, key: str, default=None):
+        v = self.config.text.get(key, default)
+        return default if v is None else v
+
+    def _need(self, key: str) -> int:
+        value = self.config.text.get(key)
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise ModelConfigError(f"config.json lacks {key!r} (needed for Falcon-H1's Mamba-2 layers)")
+        return value
+
+    def layer_kinds(self) -> tuple[LayerKind, ...]:
+        return ("attention+mamba",) * self.config.num_hidden_layers
+
+    @property
+    def attention_head_size(self) -> int:
+        hd = self.config.text.get("head_dim")
+        if isinstance(hd, int) and hd > 0:
+            return hd
+        return self.config.hidden_size // self.config.num_attention_heads
+
+    def d_ssm(self) -> int:
+        """``mamba_d_ssm``, else ``mamba_expand * hidden_size`` (FalconH1SSMDecoderLayer)."""
+        d = self.config.text.get("mamba_d_ssm")
+        if isinstance(d, int) and d > 0:
+            return d
+        return int(self._get("mamba_expand", 2)) * self.config.hidden_size
+
+    def _head_dim_ssm(self) -> int:
+        hd = self.config.text.get("mamba_d_head")
+        if isinstance(hd, int) and hd > 0:
+            return hd
+        return self.d_ssm() // self._need("mamba_n_heads")  # transformers' "auto"
+
+    def mamba_state(self, ctx: GraphContext) -> tuple[StateTensor, ...]:
+        """Mamba-2 state (FalconH1ForCausalLM.get_mamba_state_shape_from_config /
+        get_mamba_state_dtype_from_config, 0.33.0)."""
+        conv, ssm = state_dtypes(ctx.model_dtype, ctx.mamba_cache_dtype, ctx.mamba_ssm_cache_dtype)
+        return mamba2_state(
+            tp=ctx.tensor_parallel_size, intermediate_size=self.d_ssm(), n_groups=int(self._get("mamba_n_groups", 1)),
+            num_heads=self._need("mamba_n_heads"), head_dim=self._head_dim_ssm(),
+            state_size=self._need("mamba_d_state"), conv_kernel=self._need("mamba_d_conv"),
+            num_spec=ctx.num_speculative_tokens, conv_dtype=conv, ssm_dtype=ssm,
+        )
+
+    def prefill_checkpoint_blocks(self, ctx: GraphContext, mode: str) -> int:
+        """MambaMixer2's one prefill-checkpoint page in "align" mode (as Nemotron-H)."""
+        return 1 if (mode == "align" and ctx.at_least(*MAMBA2_CHECKPOINT_SINCE)) else 0
+
+    def validate_parallel(self, ctx: GraphContext) -> None:
+        super().validate_parallel(ctx)
+        self.mamba_state(ctx)
+
+    def derived_max_model_len(self) -> int:
+        return self.config.max_position_embeddings
+
+    def kv_cache_specs_for(self, ctx: GraphContext, **kwargs: Any) -> dict[str, Any]:
+        """The shared specs, with each Mamba-2 layer under vLLM's name ``model.{L + i}.mixer``."""
+        specs = super().kv_cache_specs_for(ctx, **kwargs)
+        n = self.config.num_hidden_layers
+        out: dict[str, Any] = {}
+        for name, spec in specs.items():
+            if name.endswith(".mixer"):
+                i = int(name.split(".")[2])
+                name = f"model.{n + i}.mixer"
+            out[name] = spec
+        return out
+
+    def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
+        cfg = self.config
+        tp = ctx.tensor_parallel_size
+        h = cfg.hidden_size
+        hd = self.attention_head_size
+        start, end = self.layer_range(ctx)
+        n = end - start
+        first = ctx.pipeline_rank == 0
+        last = ctx.pipeline_rank == ctx.pipeline_parallel_size - 1
+        lin, vec = self.linear, self.vector
+        vocab_rows = pad_vocab(cfg.vocab_size) // tp
+        out: list[WeightTensor] = []
+        if first:
+            out.append(WeightTensor("model.embed_tokens", "embedding", vocab_rows, h))
+        if n:
+            q_rows = cfg.num_attention_heads // tp * hd
+            kv_rows = self.attention_kv_heads(tp) * hd
+            out += [
+                lin("self_attn.qkv_proj", q_rows + 2 * kv_rows, h, n, in_full=h),
+                lin("self_attn.o_proj", h, q_rows, n, in_full=cfg.num_attention_heads * hd),
+                attention_scale_buffers("self_attn.attn", n),
+            ]
+            d_ssm, heads = self.d_ssm(), self._need("mamba_n_heads")
+            n_groups, d_state = int(self._get("mamba_n_groups", 1)), self._need("mamba_d_state")
+            mixer = mamba2_mixer_tensors(
+                tp=tp, hidden_size=h, intermediate_size=d_ssm, n_groups=n_groups, num_heads=heads,
+                state_size=d_state, conv_kernel=self._need("mamba_d_conv"),
+                use_conv_bias=bool(self._get("mamba_conv_bias", True)),
+                use_bias=bool(self._get("mamba_proj_bias", False)), count=n, prefix="mamba.mamba",
+            )
+            if not self._get("mamba_rms_norm", False):
+                # Mixer2RMSNormGated registers no weight when use_rms_norm is False
+                mixer = [t for t in mixer if t.name != "mamba.mamba.norm"]
+            out += mixer
+            # the per-block muP scaling vector of in_proj's output (FalconH1SSMDecoderLayer._init_mup_vector),
+            # a buffer in the model dtype over the rank's in_proj rows (groups padded for tp)
+            groups = n_groups + extra_groups_for_head_shards(n_groups, tp)
+            out.append(WeightTensor("mamba.mup_vector", "buffer", 1, (2 * d_ssm + 2 * groups * d_state + heads) // tp, n))
+            inter = cfg.intermediate_size
+            out += [
+                lin("feed_forward.gate_up_proj", 2 * inter // tp, h, n, in_full=h),
+                lin("feed_forward.down_proj", h, inter // tp, n, in_full=inter),
+                vec("input_layernorm+pre_ff_layernorm", h, 2 * n),
+            ]
+            # one shared rotary cos/sin cache (get_rope's cache), max_position_embeddings x rotary_dim
+            rotary_dim = int(self._get("attn_rotary_emb", hd))
+            out.append(WeightTensor("rotary_emb.cos_sin_cache", "buffer", int(self._get("max_position_embeddings", 8192)),
+                                    rotary_dim))
+        if last:
+            out.append(vec("model.final_layernorm", h, 1))
+            if not (cfg.tie_word_embeddings and first):
+                out.append(WeightTensor("lm_head", "lm_head", vocab_rows, h))
+        return out
