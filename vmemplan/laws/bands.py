@@ -158,18 +158,35 @@ def parse_band_data(data: Any) -> BandData:
                     data["source"], data["statistic"], excluded)
 
 
+#: widths already computed, per band data object (a sweep asks the same question per point):
+#: (id(data), term, era, family, exclude_log) -> (data, width); the data is kept so its id stays its own
+_WIDTHS: dict[tuple[int, str | None, str, str, str | None], tuple[BandData, BandWidth | None]] = {}
+
+
 def band_width(data: BandData, *, era: str, family: str, exclude_log: str | None = None) -> BandWidth:
     """The half-width for a plan of cost-model era ``era`` and model family ``family``,
     leaving ``exclude_log`` out."""
-    return _width(data, [(r, r.residual_fraction) for r in data.residuals if r.log != exclude_log], era, family)
+    key = (id(data), None, era, family, exclude_log)
+    hit = _WIDTHS.get(key)
+    if hit is not None and hit[0] is data and hit[1] is not None:
+        return hit[1]
+    width = _width(data, [(r, r.residual_fraction) for r in data.residuals if r.log != exclude_log], era, family)
+    _WIDTHS[key] = (data, width)
+    return width
 
 
 def term_band_width(data: BandData, term: str, *, era: str, family: str,
                     exclude_log: str | None = None) -> BandWidth | None:
     """The half-width for one estimated term (one of :data:`TERMS`), from the logs that print it;
     ``None`` when no log does."""
+    key = (id(data), term, era, family, exclude_log)
+    hit = _WIDTHS.get(key)
+    if hit is not None and hit[0] is data:
+        return hit[1]
     pool = [(r, r.terms[term]) for r in data.residuals if r.log != exclude_log and term in r.terms]
-    return _width(data, pool, era, family) if pool else None
+    width = _width(data, pool, era, family) if pool else None
+    _WIDTHS[key] = (data, width)
+    return width
 
 
 def _width(data: BandData, pool: list[tuple[BandResidual, float]], era: str, family: str) -> BandWidth:

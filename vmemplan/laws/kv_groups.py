@@ -11,6 +11,7 @@ otherwise pages are unified and layers grouped by type.  ``bytes_per_block`` mir
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
@@ -153,7 +154,29 @@ class KvCacheGroup:
         return self.spec
 
     def layer_specs(self) -> list[Spec]:
-        return [self.layer_spec(n) for n in self.layer_names]
+        return list(self._layer_specs)
+
+    # The group is frozen, so what is derived from its layers is computed once (a sweep sizes
+    # the same groups at every point): cached_property writes the instance __dict__ directly.
+    @functools.cached_property
+    def _layer_specs(self) -> tuple[Spec, ...]:
+        return tuple(self.layer_spec(n) for n in self.layer_names)
+
+    @functools.cached_property
+    def distinct_specs(self) -> tuple[Spec, ...]:
+        """The group's layer specs, each distinct one once, in first-seen order."""
+        return tuple(_distinct(self._layer_specs))
+
+    @functools.cached_property
+    def _bytes_by_layout(self) -> dict[bool, int]:
+        return {}
+
+    def group_bytes(self, block_outermost: bool) -> int:
+        """The group's bytes for one block (see :func:`bytes_per_block`)."""
+        cache = self._bytes_by_layout
+        if block_outermost not in cache:
+            cache[block_outermost] = _group_bytes(self.layer_names, self.spec, block_outermost)
+        return cache[block_outermost]
 
     def pages_per_request(self, ctx: PoolContext) -> int:
         """Block ids one request at max_model_len claims in this group."""
@@ -437,8 +460,11 @@ def group_kv_cache_specs(layer_specs: Mapping[str, Spec], ctx: PoolContext) -> t
 
 
 def _groups_block_outermost(groups: Sequence[KvCacheGroup], ctx: PoolContext) -> bool:
-    specs = {n: g.layer_spec(n) for g in groups for n in g.layer_names}
-    return _resolve_block_outermost(specs, ctx)
+    if ctx.kv_cache_layout in ("block_outermost", "layer_outermost"):
+        return ctx.kv_cache_layout == "block_outermost"
+    # the layout depends only on the distinct specs (_resolve_block_outermost)
+    distinct = _distinct([s for g in groups for s in g.distinct_specs])
+    return _resolve_block_outermost({str(i): s for i, s in enumerate(distinct)}, ctx)
 
 
 def bytes_per_block(groups: Sequence[KvCacheGroup], ctx: PoolContext) -> int:
@@ -451,11 +477,11 @@ def bytes_per_block(groups: Sequence[KvCacheGroup], ctx: PoolContext) -> int:
     if not groups:
         return 0
     block_outermost = _groups_block_outermost(groups, ctx)
-    widest = max(_group_bytes(g.layer_names, g.spec, block_outermost) for g in groups)
+    widest = max(g.group_bytes(block_outermost) for g in groups)
     if not block_outermost:
         return widest
     lcm = 1
     for g in groups:
-        for n in g.layer_names:
-            lcm = math.lcm(lcm, g.layer_spec(n).stride_alignment_bytes)
+        for spec in g.distinct_specs:
+            lcm = math.lcm(lcm, spec.stride_alignment_bytes)
     return round_up(widest, lcm)

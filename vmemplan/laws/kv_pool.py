@@ -188,7 +188,7 @@ def _bytes_per_token(groups: Sequence[KvCacheGroup], block_bytes: int) -> int | 
     if len(block_sizes) != 1:
         return None
     for g in groups:
-        for spec in g.layer_specs():
+        for spec in g.distinct_specs:
             if not isinstance(spec, (FullAttentionSpec, MLAAttentionSpec)):
                 return None
             if spec.tokens_per_state != 1:

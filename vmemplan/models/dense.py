@@ -212,8 +212,12 @@ class LlamaLike(Adapter):
         start, end = self.layer_range(ctx)
         specs: dict[str, Any] = {}
         by_window: dict[int | None, Any] = {}  # one (frozen) spec object per layer kind
+        windows = self.__dict__.get("_windows")
+        if windows is None:  # the config is fixed: every layer's window, once per adapter
+            windows = self.__dict__["_windows"] = tuple(
+                self.sliding_window_for_layer(i) for i in range(cfg.num_hidden_layers))
         for i in range(start, end):
-            window = self.sliding_window_for_layer(i)
+            window = windows[i]
             spec = by_window.get(window)
             if spec is None:
                 if window is not None:
