@@ -110,7 +110,7 @@ def _quantized(source: WeightTensor | None, scheme: WeightScheme | None, width: 
         if named is None:
             return False
         units = max(1, source.num_allocations)
-        priced = sum(p[1] * (p[2] if len(p) > 2 else units) for p in named)
+        priced: int = sum(int(p[1]) * (int(p[2]) if len(p) > 2 else units) for p in named)
     else:
         q = scheme.tensor_bytes(source, width)
         if q is None:
