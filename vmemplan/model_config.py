@@ -130,6 +130,11 @@ def dbrx_flat(raw: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+#: model types of attention-free state-space models, whose configs carry no attention heads
+#: (transformers MambaConfig / FalconMambaConfig; vllm/model_executor/models/mamba.py, 0.33.0)
+_ATTENTION_FREE_MODEL_TYPES = ("mamba", "falcon_mamba")
+
+
 def _first(d: Mapping[str, Any], *keys: str) -> Any:
     for k in keys:
         if k in d and d[k] is not None:
@@ -226,7 +231,10 @@ class ModelConfig:
 
         hidden = need("hidden_size", "n_embd", "d_model")
         layers = need("num_hidden_layers", "n_layer", "num_layers")
-        heads = need("num_attention_heads", "n_head", "num_heads")
+        if model_type in _ATTENTION_FREE_MODEL_TYPES and _first(text, "num_attention_heads", "n_head", "num_heads") is None:
+            heads = 1  # an attention-free state-space model has no heads (MambaConfig has no such field)
+        else:
+            heads = need("num_attention_heads", "n_head", "num_heads")
         kv_raw = _first(
             text, "n_head_kv", "num_kv_heads", "num_key_value_heads", "multi_query_group_num",
             "num_attention_groups",

@@ -328,7 +328,9 @@ def _resolve_with(inputs: PlanInputs, *, registry: Registry, source: ModelSource
     refusals.check_scheduler(max_num_batched_tokens=int(mnbt), max_num_seqs=int(max_num_seqs),
                              max_model_len=int(max_model_len), chunked_prefill=chunked)
 
-    refusals.check_tp_heads(int(config.num_attention_heads), int(tp))
+    if not getattr(adapter, "attention_free", False):
+        # an attention-free model has no num_attention_heads: vLLM reads 0, which any tp divides
+        refusals.check_tp_heads(int(config.num_attention_heads), int(tp))
     adapter.validate_parallel(GraphContext(tensor_parallel_size=tp, pipeline_parallel_size=pp))
     if pp > config.num_hidden_layers:
         raise UsageError(f"--pipeline-parallel-size {pp} exceeds the {config.num_hidden_layers} layers")

@@ -1,0 +1,200 @@
+"""Attention-free state-space language models: Mamba-1 (``MambaForCausalLM``, also
+``FalconMambaForCausalLM``) and Mamba-2 (``Mamba2ForCausalLM``).
+
+Mirrors vllm/model_executor/models/mamba.py (MambaDecoderLayer, MambaModel,
+MambaForCausalLM) with vllm/model_executor/layers/mamba/mamba_mixer.py::MambaMixer, and
+vllm/model_executor/models/mamba2.py (Mamba2DecoderLayer, Mamba2Model, Mamba2ForCausalLM)
+with vllm/model_executor/layers/mamba/mamba_mixer2.py::MambaMixer2 (0.33.0).  Every layer
+is one mixer and one RMSNorm (``backbone.layers.{i}.mixer`` / ``.norm``); the models are
+``IsAttentionFree``, so vLLM 0.33.0 leaves prefix caching off by default and the recurrent
+cache runs in "none" mode with one page of ``max_model_len`` tokens per request.
+"""
+
+from __future__ import annotations
+
+from vmemplan.core.errors import ModelConfigError, UsageError
+from vmemplan.core.graph import GraphContext, WeightTensor
+from vmemplan.models.base import register
+from vmemplan.models.dense import pad_vocab
+from vmemplan.models.hybrid import (
+    HybridAdapter,
+    LayerKind,
+    StateTensor,
+    mamba1_state,
+    mamba2_state,
+    state_dtypes,
+)
+from vmemplan.models.hybrid_mamba import MAMBA2_CHECKPOINT_SINCE, mamba2_mixer_tensors
+
+__all__ = ["Mamba1", "Mamba2"]
+
+#: the context a model without a length key admits (vLLM: float("inf")); any user length passes
+_UNBOUNDED_LEN = 1 << 40
+
+
+class _AttentionFreeSSM(HybridAdapter):
+    """What Mamba-1 and Mamba-2 language models share: one mixer per layer, an embedding
+    (``backbone.embeddings``), a final ``norm_f`` and an LM head (tied when the config says)."""
+
+    mamba_layer_name = "backbone.layers.{i}.mixer"
+    #: no attention layers: vLLM's tp-divides-heads check reads 0 heads (vmemplan/resolve.py)
+    attention_free = True
+    #: transformers' default for ``tie_word_embeddings`` when the config omits it
+    tie_default = True
+
+    def _get(self, key: str, default=None):
+        v = self.config.text.get(key, default)
+        return default if v is None else v
+
+    def _need(self, key: str) -> int:
+        value = self.config.text.get(key)
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise ModelConfigError(f"config.json lacks {key!r} (needed for the Mamba layers)")
+        return value
+
+    def layer_kinds(self) -> tuple[LayerKind, ...]:
+        return ("mamba",) * self.config.num_hidden_layers
+
+    def prefix_caching_supported(self) -> bool:
+        """Attention-free models: vLLM 0.33.0 does not turn prefix caching on by default
+        (vllm/config/model.py::ModelConfig.is_prefix_caching_supported), so the cache mode is
+        "none" unless ``--enable-prefix-caching`` asks for it."""
+        return False
+
+    def validate_parallel(self, ctx: GraphContext) -> None:
+        # no attention heads to divide; the mixer's own shapes are checked by mamba_state
+        self.mamba_state(ctx)
+
+    def _length_key(self) -> int | None:
+        for key in ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length"):
+            v = self.config.text.get(key)
+            if isinstance(v, int) and not isinstance(v, bool) and v > 0:
+                return v
+        return None
+
+    def derived_max_model_len(self) -> int:
+        """MambaConfig / Mamba2Config carry no length key: vLLM then accepts any
+        ``--max-model-len`` (vllm/config/model.py::_get_and_verify_max_len, 0.33.0: a derived
+        length of infinity returns the user's value)."""
+        return self._length_key() or _UNBOUNDED_LEN
+
+    def default_max_model_len(self) -> int:
+        """Without ``--max-model-len`` and without a length key vLLM assumes 2048 tokens."""
+        return self._length_key() or 2048
+
+    def mixer_tensors(self, ctx: GraphContext, count: int) -> list[WeightTensor]:  # pragma: no cover
+        raise NotImplementedError
+
+    def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
+        cfg = self.config
+        tp = ctx.tensor_parallel_size
+        h = cfg.hidden_size
+        start, end = self.layer_range(ctx)
+        n = end - start
+        first = ctx.pipeline_rank == 0
+        last = ctx.pipeline_rank == ctx.pipeline_parallel_size - 1
+        vocab_rows = pad_vocab(cfg.vocab_size) // tp
+        out: list[WeightTensor] = []
+        if first:
+            out.append(WeightTensor("backbone.embeddings", "embedding", vocab_rows, h))
+        if n:
+            out += self.mixer_tensors(ctx, n)
+            out.append(self.vector("backbone.layers.norm", h, n))
+        if last:
+            out.append(self.vector("backbone.norm_f", h, 1))
+            tied = bool(cfg.text.get("tie_word_embeddings", self.tie_default))
+            if not (tied and first):
+                out.append(WeightTensor("lm_head", "lm_head", vocab_rows, h))
+        return out
+
+
+@register
+class Mamba1(_AttentionFreeSSM):
+    """Mamba-1 / Falcon-Mamba: the MambaMixer is built without a quant config; Falcon-Mamba's
+    dt/B/C RMSNorms have no weight (``rms_norm_has_weight=not is_falcon_mamba``), so neither
+    model holds norm weights inside the mixer."""
+
+    architectures = ("MambaForCausalLM",)
+
+    def _inner(self) -> int:
+        inner = self.config.text.get("intermediate_size")
+        if isinstance(inner, int) and inner > 0:
+            return inner
+        return int(self._get("expand", 2)) * self.config.hidden_size
+
+    def _dt_rank(self) -> int:
+        r = self.config.text.get("time_step_rank", "auto")
+        if isinstance(r, int) and r > 0:
+            return r
+        return -(-self.config.hidden_size // 16)  # MambaConfig: "auto" = ceil(hidden / 16)
+
+    def mamba_state(self, ctx: GraphContext) -> tuple[StateTensor, ...]:
+        """Mamba-1 state (MambaForCausalLM.get_mamba_state_shape_from_config →
+        MambaStateShapeCalculator.mamba1_state_shape, 0.33.0)."""
+        conv, ssm = state_dtypes(ctx.model_dtype, ctx.mamba_cache_dtype, ctx.mamba_ssm_cache_dtype)
+        return mamba1_state(tp=ctx.tensor_parallel_size, intermediate_size=self._inner(),
+                            state_size=self._need("state_size"), conv_kernel=self._need("conv_kernel"),
+                            conv_dtype=conv, ssm_dtype=ssm)
+
+    def mixer_tensors(self, ctx: GraphContext, count: int) -> list[WeightTensor]:
+        tp = ctx.tensor_parallel_size
+        h = self.config.hidden_size
+        inner = self._inner()
+        if inner % tp:
+            raise UsageError(f"--tensor-parallel-size {tp} does not divide the {inner} Mamba channels")
+        ip = inner // tp
+        ds, r, k = self._need("state_size"), self._dt_rank(), self._need("conv_kernel")
+        lin, vec = self.linear, self.vector
+        nq = dict(quantizable=False)  # MambaMixer passes no quant_config to its linears
+        out = [
+            lin("mixer.conv1d", ip, k, count, **nq),
+            lin("mixer.in_proj", 2 * ip, h, count, **nq),
+            lin("mixer.x_proj", r + 2 * ds, ip, count, **nq),
+            lin("mixer.dt_proj", ip, r, count, **nq),
+            vec("mixer.dt_proj.bias", ip, count, kind="bias"),
+            WeightTensor("mixer.A", "bias", ip, ds, count, False, "float32"),
+            vec("mixer.D", ip, count, kind="bias"),
+            lin("mixer.out_proj", h, ip, count, **nq),
+        ]
+        if self._get("use_conv_bias", True):
+            out.append(vec("mixer.conv1d.bias", ip, count, kind="bias"))
+        if self._get("use_bias", False):
+            out += [vec("mixer.in_proj.bias", 2 * ip, count, kind="bias"),
+                    vec("mixer.out_proj.bias", h, count, kind="bias")]
+        return out
+
+
+@register
+class Mamba2(_AttentionFreeSSM):
+    """Mamba-2: MambaMixer2 (gated RMSNorm with a weight) built with the model's quant config;
+    the mixer's width is the config's ``intermediate_size`` when it has one, else ``expand x
+    hidden`` (the state always uses ``expand x hidden``: Mamba2ForCausalLM.
+    get_mamba_state_shape_from_config)."""
+
+    architectures = ("Mamba2ForCausalLM",)
+    tie_default = False  # Mamba2Config
+
+    def mamba_state(self, ctx: GraphContext) -> tuple[StateTensor, ...]:
+        conv, ssm = state_dtypes(ctx.model_dtype, ctx.mamba_cache_dtype, ctx.mamba_ssm_cache_dtype)
+        return mamba2_state(
+            tp=ctx.tensor_parallel_size, intermediate_size=int(self._get("expand", 2)) * self.config.hidden_size,
+            n_groups=int(self._get("n_groups", 1)), num_heads=self._need("num_heads"), head_dim=self._need("head_dim"),
+            state_size=self._need("state_size"), conv_kernel=self._need("conv_kernel"),
+            num_spec=ctx.num_speculative_tokens, conv_dtype=conv, ssm_dtype=ssm,
+        )
+
+    def prefill_checkpoint_blocks(self, ctx: GraphContext, mode: str) -> int:
+        """MambaMixer2's one prefill-checkpoint page in "align" mode (as Nemotron-H)."""
+        return 1 if (mode == "align" and ctx.at_least(*MAMBA2_CHECKPOINT_SINCE)) else 0
+
+    def mixer_tensors(self, ctx: GraphContext, count: int) -> list[WeightTensor]:
+        inner = self.config.text.get("intermediate_size")
+        if not (isinstance(inner, int) and inner > 0):
+            inner = int(self._get("expand", 2)) * self.config.hidden_size
+        return mamba2_mixer_tensors(
+            tp=ctx.tensor_parallel_size, hidden_size=self.config.hidden_size, intermediate_size=inner,
+            n_groups=int(self._get("n_groups", 1)), num_heads=self._need("num_heads"),
+            state_size=self._need("state_size"), conv_kernel=self._need("conv_kernel"),
+            use_conv_bias=bool(self._get("use_conv_bias", True)), use_bias=bool(self._get("use_bias", False)),
+            count=count,
+        )
