@@ -93,7 +93,31 @@ def graph_context(req: ResolvedRequest, pp_rank: int = 0) -> GraphContext:
         disable_sliding_window=bool(req.inputs.disable_sliding_window),
         mamba_cache_dtype=req.inputs.mamba_cache_dtype or "auto",
         mamba_ssm_cache_dtype=req.inputs.mamba_ssm_cache_dtype or "auto",
+        rotary_custom_op=_custom_ops_on(req),
     )
+
+
+def _custom_ops_on(req: ResolvedRequest) -> bool:
+    """Whether vLLM runs its custom ops: compilation mode NONE (--enforce-eager, -O0, or a
+    --compilation-config mode/level 0) makes ``custom_ops`` "all"; the default compiled mode
+    makes it "none" (vllm/config/vllm.py::VllmConfig.__post_init__, 0.33.0)."""
+    if req.enforce_eager:
+        return True
+    level = req.inputs.optimization_level
+    if level is not None and str(level).strip() in ("0", "O0"):
+        return True
+    cc = req.inputs.compilation_config
+    if isinstance(cc, str):
+        import json
+
+        try:
+            cc = json.loads(cc)
+        except ValueError:
+            return False
+    if isinstance(cc, dict):
+        mode = cc.get("mode", cc.get("level"))
+        return mode in (0, "0", "NONE")
+    return False
 
 
 def _num_speculative_tokens(req: ResolvedRequest) -> int:

@@ -92,6 +92,9 @@ class GraphContext:
     #: law (laws that changed between releases read it, see ``at_least``)
     vllm_version: tuple[int, ...] | None = None
     disable_sliding_window: bool = False  # --disable-sliding-window (config windows off)
+    #: vLLM's rotary-embedding custom op runs: compilation mode NONE (--enforce-eager, -O0) turns
+    #: every custom op on (vllm/model_executor/custom_op.py::CustomOp.default_on, 0.33.0)
+    rotary_custom_op: bool = False
 
     def at_least(self, *release: int) -> bool:
         """Whether the planned release is ``release`` or newer (True when unknown: newest)."""

@@ -365,7 +365,10 @@ class DeepseekMLA(Adapter):
             WeightTensor("self_attn.o_proj", "linear", self.config.hidden_size, heads_local * self.v_head_dim, n, True,
                          in_features_full=heads * self.v_head_dim),
         ]
-        return out
+        from vmemplan.models.mla_common import mla_decode_copies
+
+        return out + mla_decode_copies(n, heads_local=heads_local, kv_lora_rank=self.kv_lora_rank,
+                                       qk_nope_head_dim=self.qk_nope_head_dim, v_head_dim=self.v_head_dim)
 
     def mlp_tensors(self, dense: int, moe: int, ctx: GraphContext) -> list[WeightTensor]:
         """Dense MLPs of ``dense`` layers and the MoE blocks of ``moe`` layers on one rank."""
@@ -395,11 +398,15 @@ class DeepseekMLA(Adapter):
         """Per-layer tensors a subclass adds (the V3.2 indexer)."""
         return []
 
-    def rope_cache(self) -> WeightTensor:
+    def rope_cache(self, ctx: GraphContext | None = None) -> WeightTensor:
         """The DeepSeek YaRN rotary cache: ``original_max_position × factor`` positions ×
-        ``qk_rope_head_dim``, kept in fp32 (FlashInfer's rope path does not cast it).
-        Mirrors DeepseekScalingRotaryEmbedding._compute_cos_sin_cache and
-        RotaryEmbedding.__init__ (0.33.0)."""
+        ``qk_rope_head_dim``, in the model dtype, or fp32 when vLLM's rotary custom op runs
+        (``ctx.rotary_custom_op``: compilation mode NONE, i.e. --enforce-eager or -O0, turns every
+        custom op on) on a host with FlashInfer (a dependency of the CUDA wheel), whose rope path
+        takes the uncast cache.  Under the default compiled mode custom ops are off
+        (``custom_ops: ["none"]``, vllm/config/vllm.py::VllmConfig.__post_init__) and the cache is
+        cast.  Mirrors DeepseekScalingRotaryEmbedding.__init__ (``use_flashinfer = self.enabled()
+        and ... has_flashinfer()``) and RotaryEmbedding.__init__ (0.33.0)."""
         cfg = self.config
         positions = cfg.max_position_embeddings
         rs = cfg.rope_scaling()
@@ -408,7 +415,9 @@ class DeepseekMLA(Adapter):
             orig = rs.get("original_max_position_embeddings")
             if isinstance(factor, (int, float)) and isinstance(orig, int):
                 positions = int(orig * factor)
-        return WeightTensor("rotary_emb.cos_sin_cache", "buffer", positions, self.qk_rope_head_dim, dtype="float32")
+        fp32 = ctx is not None and ctx.rotary_custom_op
+        return WeightTensor("rotary_emb.cos_sin_cache", "buffer", positions, self.qk_rope_head_dim,
+                            dtype="float32" if fp32 else None)
 
     def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
         cfg = self.config
@@ -428,7 +437,7 @@ class DeepseekMLA(Adapter):
             out += self.extra_layer_tensors(n, ctx)
             out += self.mlp_tensors(n - moe, moe, ctx)
             out.append(WeightTensor("input_layernorm+post_attention_layernorm", "norm", h, 1, 2 * n))
-            out.append(self.rope_cache())
+            out.append(self.rope_cache(ctx))
         if last:
             out.append(WeightTensor("model.norm", "norm", h, 1))
             out.append(WeightTensor("lm_head", "lm_head", vocab_rows, h))

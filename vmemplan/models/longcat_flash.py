@@ -79,7 +79,7 @@ class LongcatFlash(MlaDecoder):
             ]
             out += moe_expert_tensors("mlp.experts", num_experts=experts, hidden=h,
                                       inter=self._t("moe_intermediate_size"), num_layers=n, ctx=ctx)
-            out.append(self.rope_cache())
+            out.append(self.rope_cache(ctx))
         if last:
             out.append(WeightTensor("model.norm", "norm", h, 1))
             out.append(WeightTensor("lm_head", "lm_head", vocab_rows, h))

@@ -22,11 +22,19 @@ __all__ = ["MlaDecoder", "mla_decode_copies"]
 
 
 def mla_decode_copies(n: int, *, heads_local: int, kv_lora_rank: int, qk_nope_head_dim: int,
-                      v_head_dim: int) -> list[WeightTensor]:
-    """``W_UK_T`` and ``W_UV`` of ``n`` MLA layers plus each layer's four fp32 scales."""
+                      v_head_dim: int, source: str = "self_attn.kv_b_proj") -> list[WeightTensor]:
+    """``W_UK_T`` and ``W_UV`` of ``n`` MLA layers plus each layer's four fp32 scales.
+
+    The two copies hold memory of their own only when ``source`` (``kv_b_proj``) is quantized:
+    split_kv_b_proj dequantizes it into a new tensor; from an unquantized ``kv_b_proj`` it returns
+    views (``weight.to(act_dtype)`` of the same dtype is the weight itself) and
+    ``replace_parameter`` wraps them in parameters sharing its storage (vllm/model_executor/
+    layers/attention/mla_attention.py::MLAAttention.process_weights_after_loading, 0.33.0).
+    ``WeightTensor.copy_of`` lets the weights law decide."""
     return [
-        WeightTensor("self_attn.mla_attn.W_UK_T", "buffer", heads_local * qk_nope_head_dim, kv_lora_rank, n),
-        WeightTensor("self_attn.mla_attn.W_UV", "buffer", heads_local * kv_lora_rank, v_head_dim, n),
+        WeightTensor("self_attn.mla_attn.W_UK_T", "buffer", heads_local * qk_nope_head_dim, kv_lora_rank, n,
+                     copy_of=source),
+        WeightTensor("self_attn.mla_attn.W_UV", "buffer", heads_local * kv_lora_rank, v_head_dim, n, copy_of=source),
         WeightTensor("self_attn.mla_attn.k/v/q/prob_scale", "buffer", 1, 1, 4 * n, dtype="float32"),
     ]
 
@@ -38,19 +46,12 @@ class MlaDecoder(DeepseekMLA):
 
     architectures = ()
 
-    def attention_tensors(self, n: int, ctx: GraphContext, input_size: int | None = None) -> list[WeightTensor]:
-        out = super().attention_tensors(n, ctx, input_size)
-        out += mla_decode_copies(n, heads_local=self.config.num_attention_heads // ctx.tensor_parallel_size,
-                                 kv_lora_rank=self.kv_lora_rank, qk_nope_head_dim=self.qk_nope_head_dim,
-                                 v_head_dim=self.v_head_dim)
-        return out
-
     def rope_type(self) -> str:
         rs = self.config.rope_scaling() or {}
         return str(rs.get("rope_type", rs.get("type", "default")) or "default")
 
-    def rope_cache(self) -> WeightTensor:
-        t = super().rope_cache()
+    def rope_cache(self, ctx: GraphContext | None = None) -> WeightTensor:
+        t = super().rope_cache(ctx)
         if self.rope_type() in ("default", "none"):
             return WeightTensor(t.name, t.kind, self.config.max_position_embeddings, t.cols)
         return t
