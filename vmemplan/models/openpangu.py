@@ -1,0 +1,30 @@
+"""openPangu-Embedded (PanguEmbeddedForCausalLM): a Llama graph with an optional sandwich norm.
+
+Mirrors vllm/model_executor/models/openpangu.py (0.33.0) on its dense, standard-attention path:
+OpenPanguEmbeddedAttention (a fused ``qkv_proj``, ``o_proj``; both biased under
+``attention_bias`` or ``bias``, the qkv bias overridden by ``qkv_bias`` when the config has it),
+OpenPanguMLP (``gate_up_proj`` + ``down_proj``, biases from ``mlp_bias``) and
+OpenPanguDecoderLayer: ``input_layernorm`` and ``post_attention_layernorm`` RMSNorms plus
+``pre_mlp_layernorm`` and ``post_mlp_layernorm`` under ``sandwich_norm`` (four per layer).
+Configs with MLA (``kv_lora_rank``), attention sinks (``param_sink_number``) or routed experts
+are the MoE siblings (PanguUltraMoE / PanguProMoEV2), not this adapter.
+"""
+
+from __future__ import annotations
+
+from vmemplan.models.base import register
+from vmemplan.models.dense import LlamaLike
+
+__all__ = ["PanguEmbedded"]
+
+
+@register
+class PanguEmbedded(LlamaLike):
+    """PanguEmbeddedForCausalLM: two RMSNorms per layer, four with ``sandwich_norm``."""
+
+    architectures = ("PanguEmbeddedForCausalLM",)
+
+    @property  # type: ignore[override]
+    def norms_per_layer(self) -> int:
+        """OpenPanguDecoderLayer.__init__ adds pre/post_mlp_layernorm under ``sandwich_norm``."""
+        return 4 if self.config.text.get("sandwich_norm") else 2
