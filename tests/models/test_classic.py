@@ -143,3 +143,12 @@ def test_gemma_normalizer_and_tied_head():
     a = _adapter(_file("google--gemma-7b.json"))
     t = _names(a)
     assert t["model.normalizer"] == (1, 1, 1) and "lm_head" not in t
+
+
+def test_bloom_alibi_slopes_and_context_without_length_keys():
+    # the attention backend keeps each layer's slopes as fp32 [heads / tp]: 2 layers x 4 x 4 B at
+    # TP 2 (an oracle run with the slopes computed on the CPU measured the same 64 B at TP 1);
+    # BloomConfig has no length key: any --max-model-len is taken, the default is 2,048
+    a = _adapter(_file("bigscience--bloom.synthetic.json"))
+    assert _names(a, tensor_parallel_size=2)["self_attn.attn.alibi_slopes"] == (4, 1, 2)
+    assert a.default_max_model_len() == 2_048 and a.derived_max_model_len() > 1_000_000
