@@ -14,11 +14,9 @@ steps for its model checks and what-ifs, with the log's measured figures substit
 :class:`Measured`.  No other module composes these laws.
 
 The order mirrors vLLM 0.33.0's startup (vllm/v1/worker/gpu_worker.py): device and communicator
-first (outside the budget), the budget from the CUDA total
-(vllm/v1/worker/utils.py::request_memory), weights, the profile run's activation peak and
-non-torch growth, the CUDA-graph estimate (subtracted where the release applies it,
-Worker.determine_available_memory), the remainder as the KV pool, then blocks, tokens and
-concurrency (vllm/v1/core/kv_cache_utils.py::get_kv_cache_configs, get_kv_cache_capacity).
+first (outside the budget), the budget from the CUDA total (utils.py::request_memory), weights, the
+profile run's activation peak and non-torch growth, the CUDA-graph estimate (subtracted where the
+release applies it), the remainder as the KV pool, then blocks, tokens and concurrency.
 """
 
 from __future__ import annotations
@@ -42,6 +40,7 @@ from vmemplan.laws.kv_pool import (
 )
 from vmemplan.laws.weights import WeightBreakdown, weight_bytes_per_rank
 from vmemplan.plan_result import assemble
+from vmemplan.request.compilation import custom_ops_on
 from vmemplan.result import MemoryPlan, PerRank, Provenance, Verdict
 
 if TYPE_CHECKING:
@@ -93,31 +92,8 @@ def graph_context(req: ResolvedRequest, pp_rank: int = 0) -> GraphContext:
         disable_sliding_window=bool(req.inputs.disable_sliding_window),
         mamba_cache_dtype=req.inputs.mamba_cache_dtype or "auto",
         mamba_ssm_cache_dtype=req.inputs.mamba_ssm_cache_dtype or "auto",
-        rotary_custom_op=_custom_ops_on(req),
+        rotary_custom_op=custom_ops_on(req),
     )
-
-
-def _custom_ops_on(req: ResolvedRequest) -> bool:
-    """Whether vLLM runs its custom ops: compilation mode NONE (--enforce-eager, -O0, or a
-    --compilation-config mode/level 0) makes ``custom_ops`` "all"; the default compiled mode
-    makes it "none" (vllm/config/vllm.py::VllmConfig.__post_init__, 0.33.0)."""
-    if req.enforce_eager:
-        return True
-    level = req.inputs.optimization_level
-    if level is not None and str(level).strip() in ("0", "O0"):
-        return True
-    cc = req.inputs.compilation_config
-    if isinstance(cc, str):
-        import json
-
-        try:
-            cc = json.loads(cc)
-        except ValueError:
-            return False
-    if isinstance(cc, dict):
-        mode = cc.get("mode", cc.get("level"))
-        return mode in (0, "0", "NONE")
-    return False
 
 
 def _num_speculative_tokens(req: ResolvedRequest) -> int:

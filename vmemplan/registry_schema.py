@@ -44,6 +44,28 @@ class _Strict(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
+#: answers of the frozen cost model's lookups, per model object (a plan asks each a few times and
+#: a sweep once per point): (id(model), method, args) -> (model, answer); the model is kept so that
+#: its id stays its own
+_ANSWERS: dict[tuple[Any, ...], tuple[Any, Any]] = {}
+
+
+def _memo(fn: Any) -> Any:
+    """Cache a frozen model's method by its arguments (the model cannot change)."""
+
+    @functools.wraps(fn)
+    def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+        key = (id(self), fn.__name__, args, tuple(sorted(kwargs.items())))
+        hit = _ANSWERS.get(key)
+        if hit is not None and hit[0] is self:
+            return hit[1]
+        answer = fn(self, *args, **kwargs)
+        _ANSWERS[key] = (self, answer)
+        return answer
+
+    return wrapper
+
+
 class Constant(_Strict):
     """One registry number with its provenance."""
 
@@ -176,6 +198,7 @@ class CostModel(_Strict):
     pre_budget: PreBudgetRegistry
     cuda_graphs: CudaGraphRegistry
 
+    @_memo
     def era_for(self, vllm_version: str, *, engine: Literal["v0", "v1"] = "v1") -> Era:
         """The era that covers a vLLM version for an engine (V0 or V1)."""
         ver = parse_vllm_version(vllm_version)
@@ -184,6 +207,7 @@ class CostModel(_Strict):
                 return era
         raise RegistryInvalid(f"cost model has no {engine} era covering vLLM {vllm_version}")
 
+    @_memo
     def activation_constants(
         self, vllm_version: str, *, engine: Literal["v0", "v1"] = "v1", sampler_path: str | None = None
     ) -> ActivationConstants:
@@ -207,6 +231,7 @@ class CostModel(_Strict):
             sampler_fp32_copies=act.sampler.paths[path].value,
         )
 
+    @_memo
     def non_torch_constants(
         self, vllm_version: str, *, engine: Literal["v0", "v1"] = "v1"
     ) -> NonTorchConstants:
@@ -218,6 +243,7 @@ class CostModel(_Strict):
             communicator_bytes_by_world_size=self._communicator_table(),
         )
 
+    @_memo
     def pre_budget_constants(self) -> PreBudgetConstants:
         pb = self.pre_budget
         return PreBudgetConstants(
@@ -227,6 +253,7 @@ class CostModel(_Strict):
             communicator_bytes_by_world_size=self._communicator_table(),
         )
 
+    @_memo
     def cuda_graph_constants(self) -> CudaGraphConstants:
         cg = self.cuda_graphs
         fams = None

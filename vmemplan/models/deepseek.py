@@ -25,6 +25,7 @@ from vmemplan.core.units import dtype_bytes
 from vmemplan.laws.moe import moe_shard
 from vmemplan.models.base import Adapter, register
 from vmemplan.models.dense import pad_vocab, pp_layer_range
+from vmemplan.models.mla_copies import mla_decode_copies
 
 __all__ = [
     "DeepseekMLA",
@@ -365,8 +366,6 @@ class DeepseekMLA(Adapter):
             WeightTensor("self_attn.o_proj", "linear", self.config.hidden_size, heads_local * self.v_head_dim, n, True,
                          in_features_full=heads * self.v_head_dim),
         ]
-        from vmemplan.models.mla_common import mla_decode_copies
-
         return out + mla_decode_copies(n, heads_local=heads_local, kv_lora_rank=self.kv_lora_rank,
                                        qk_nope_head_dim=self.qk_nope_head_dim, v_head_dim=self.v_head_dim)
 

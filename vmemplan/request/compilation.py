@@ -85,3 +85,24 @@ def with_compilation(req: ResolvedRequest) -> ResolvedRequest:
     new_inputs = inputs.model_copy(update=update) if update else inputs
     return replace(req, inputs=new_inputs, cudagraph_mode=None if req.enforce_eager else choice.cudagraph_mode,
                    warnings=req.warnings + tuple(w for w in warnings if w not in req.warnings))
+
+
+def custom_ops_on(req: ResolvedRequest) -> bool:
+    """Whether vLLM runs its custom ops: compilation mode NONE (--enforce-eager, -O0, or a
+    --compilation-config mode/level 0) makes ``custom_ops`` "all"; the default compiled mode
+    makes it "none" (vllm/config/vllm.py::VllmConfig.__post_init__, 0.33.0)."""
+    if req.enforce_eager:
+        return True
+    level = req.inputs.optimization_level
+    if level is not None and str(level).strip() in ("0", "O0"):
+        return True
+    cc = req.inputs.compilation_config
+    if isinstance(cc, str):
+        try:
+            cc = json.loads(cc)
+        except ValueError:
+            return False
+    if isinstance(cc, dict):
+        mode = cc.get("mode", cc.get("level"))
+        return mode in (0, "0", "NONE")
+    return False
