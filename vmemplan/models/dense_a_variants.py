@@ -10,8 +10,10 @@ adds on top of Llama's graph:
 * ``ApertusForCausalLM`` (apertus.py): a plain up_proj/down_proj MLP, per-head q/k RMSNorms,
   and per layer the xIELU activation's two parameters and two buffers, 0-d or ``[1]`` tensors
   always in bfloat16 (vllm/model_executor/layers/activation.py::XIELU.__init__).
-* ``GraniteSWAForCausalLM`` (granite.py::GraniteForCausalLM with granite_layer_attn_params):
-  a window on the ``sliding_attention`` layers of ``layer_types``, per-layer RoPE bases
+* ``GraniteForCausalLM`` and ``GraniteSWAForCausalLM``, one class in vLLM
+  (granite.py::GraniteForCausalLM with granite_layer_attn_params): Llama's graph (the
+  embedding/attention/residual/logits multipliers scale activations only), plus, from the
+  config, a window on the ``sliding_attention`` layers of ``layer_types``, per-layer RoPE bases
   (``layer_rope_theta``, 0 = no rotary embedding), and a per-head ``sinks`` parameter
   ``[num_heads // tp]`` when ``attention_sinks`` says so, by default whenever the config has
   ``layer_types``.  get_rope caches one module per distinct argument set, so the model holds
@@ -86,10 +88,12 @@ class Apertus(LlamaLike):
 
 @register
 class GraniteSWA(LlamaLike):
-    """Granite with sliding-window layers, sinks and per-layer RoPE bases
-    (vllm/model_executor/models/granite.py, ``GraniteSWAForCausalLM`` in registry.py, 0.33.0)."""
+    """Granite, with sliding-window layers, sinks and per-layer RoPE bases where the config has
+    them (vllm/model_executor/models/granite.py::GraniteForCausalLM, which registry.py maps
+    both architectures to, 0.33.0).  A layer without its own window takes the model-level one
+    as any Attention layer does (LlamaLike.sliding_window_for_layer)."""
 
-    architectures = ("GraniteSWAForCausalLM",)
+    architectures = ("GraniteForCausalLM", "GraniteSWAForCausalLM")
 
     def _layer_types(self) -> list[str] | None:
         types = self.config.text.get("layer_types")
@@ -110,15 +114,6 @@ class GraniteSWA(LlamaLike):
         rs = self.config.rope_scaling() or {}
         theta = rs.get("rope_theta", text.get("rope_theta", 10000.0))
         return float(theta) if _num(theta) else 10000.0
-
-    def sliding_window_for_layer(self, index: int) -> int | None:
-        types = self._layer_types()
-        if types is None:
-            return None
-        if index < len(types) and types[index] == "sliding_attention":
-            w = self.config.text.get("sliding_window")
-            return int(w) if isinstance(w, int) and not isinstance(w, bool) and w > 0 else None
-        return None
 
     def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
         out = super().weight_tensors(ctx)
