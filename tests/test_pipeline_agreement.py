@@ -15,7 +15,7 @@ timed.
 from __future__ import annotations
 
 import math
-from functools import lru_cache
+from functools import cache
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -40,12 +40,12 @@ GPUS = ("h100", "h200", "l40s", "a100-40gb", "rtx-4090", "b200")
 VERSIONS = (None, "0.33.0", "0.26.0", "0.20.0", "0.11.0", "0.10.1.1")
 
 
-@lru_cache(maxsize=None)
+@cache
 def _registry():
     return load_registry()
 
 
-@lru_cache(maxsize=None)
+@cache
 def _source(model: str):
     return load_model_source(model, bundled_dir=_registry().models_dir)
 
@@ -226,3 +226,32 @@ def test_pipeline_steps_compose_to_the_plan():
         activation_peak_bytes=r.activation_peak_bytes, non_torch_bytes=r.non_torch_bytes,
         cuda_graph_bytes=r.cuda_graph_bytes))
     assert same.ranks == bud.ranks
+
+
+@pytest.mark.parametrize("model", ("meta-llama/Llama-3.1-8B", "google/gemma-2-9b", "Qwen/Qwen3-30B-A3B",
+                                   "Qwen/Qwen3.5-27B", "deepseek-ai/DeepSeek-V3", "mistralai/Mistral-7B-v0.1",
+                                   "Qwen/Qwen2.5-VL-7B-Instruct", "openai/gpt-oss-20b"))
+def test_one_evaluator_across_context_lengths_agrees_with_size(model):
+    """A sweep of max_model_len reuses one graph per shape when the family's graph does not read the
+    length (Adapter.reads_max_model_len); every point must still equal `size` for that length."""
+    gpu = "h200"
+    ev = SweepEvaluator({"model": model, "gpu": gpu, "tensor_parallel_size": 8 if "DeepSeek" in model else None},
+                        registry=_registry(), source=_source(model))
+    lengths = (1024, 1536, 2048, 3000, 4096, 8192, 8193, 16384, 20000, 32768)
+    for length in lengths:
+        flags = {"model": model, "gpu": gpu, "max_model_len": length}
+        if "DeepSeek" in model:
+            flags["tensor_parallel_size"] = 8
+        plan, error = _plan_or_error(flags)
+        got = ev.evaluate({"max_model_len": length})
+        if plan is None:
+            assert got.error == error
+            continue
+        assert got.error is None, got.error
+        assert (got.weights_bytes, got.available_kv_cache_bytes, got.num_blocks, got.kv_cache_tokens,
+                got.max_concurrency, got.starts) == (
+            plan.per_rank.weights_bytes, plan.per_rank.available_kv_cache_bytes, plan.kv_cache.num_blocks,
+            plan.kv_cache.tokens, plan.kv_cache.max_concurrency, plan.verdict.starts), length
+        assert ev.plan({"max_model_len": length}) == plan
+    if model == "meta-llama/Llama-3.1-8B":
+        assert ev.length_reuses >= len(lengths) - 2  # the graph was built once (or twice: batch defaults)

@@ -307,6 +307,24 @@ class _Shape:
 
 
 _BUDGET_FIELDS = ("gpu_memory_utilization", "kv_cache_memory_bytes")
+#: ResolvedRequest fields a context length may change without touching the graph
+_LENGTH_FIELDS = frozenset({"max_model_len", "inputs", "defaulted", "warnings"})
+
+
+def _length_free(req: Any) -> bool:
+    """Whether the steps before the pool do not read ``max_model_len`` for this request: an
+    adapter whose graph does not (``Adapter.reads_max_model_len``), no drafter, and a release
+    that profiles at max_num_batched_tokens (not at the context length)."""
+    return (not req.adapter.reads_max_model_len and req.speculative is None
+            and req.rules.budget.profile_tokens != "max_model_len")
+
+
+def _same_but_length(a: Any, b: Any) -> bool:
+    """Two resolved requests equal in every field but the context length's own (so every default
+    derived from it, e.g. the batch sizes, came out the same)."""
+    from dataclasses import fields
+
+    return all(getattr(a, f.name) == getattr(b, f.name) for f in fields(a) if f.name not in _LENGTH_FIELDS)
 
 
 class SweepEvaluator:
@@ -327,7 +345,9 @@ class SweepEvaluator:
         self._shapes: OrderedDict[tuple, _Shape | VmemplanError] = OrderedDict()
         self._parsed: tuple[Any, Any] | None = None  # the source's config and adapter, built once
         self._weights: dict[Any, Any] = {}  # pipeline.model_graph's weights memo
+        self._by_length: dict[tuple, _Shape] = {}  # a planned shape per flags less max_model_len
         self.full_plans = 0
+        self.length_reuses = 0
 
     def _inputs(self, point: Mapping[str, Any]) -> Any:
         from pydantic import ValidationError
@@ -357,11 +377,21 @@ class SweepEvaluator:
                 shape_inputs = inputs.model_copy(update={"gpu_memory_utilization": None, "kv_cache_memory_bytes": None})
                 req = resolve_with(shape_inputs, registry=self.registry, source=self.source, parsed=self._parsed)
                 self._parsed = (req.config, req.adapter)
-                graph = pipeline.model_graph(req, self._weights)
-                over = pipeline.overheads(req, graph)
-                ctx = pipeline.pool_context(req)
-                cached = _Shape(req, graph, over, ctx, pipeline.layout(req, graph, ctx))
-                self.full_plans += 1
+                # another context length of a shape already planned: the graph, overheads and
+                # groups do not read it (_length_free), only the pool's per-request figures do
+                len_key = tuple(kv for kv in key if kv[0] != "max_model_len")
+                near = self._by_length.get(len_key)
+                if near is not None and _length_free(req) and _same_but_length(req, near.req):
+                    cached = _Shape(req, near.graph, near.over, pipeline.pool_context(req), near.grouped)
+                    self.length_reuses += 1
+                else:
+                    graph = pipeline.model_graph(req, self._weights)
+                    over = pipeline.overheads(req, graph)
+                    ctx = pipeline.pool_context(req)
+                    cached = _Shape(req, graph, over, ctx, pipeline.layout(req, graph, ctx))
+                    self.full_plans += 1
+                    if _length_free(req):
+                        self._by_length[len_key] = cached
             except VmemplanError as exc:
                 cached = exc
             self._shapes[key] = cached

@@ -43,6 +43,10 @@ class Adapter:
     #: "exact" when the adapter mirrors the vLLM model file; "generic" for the fallback; "assumed"
     #: when the user chose the family (``--assume-family``) for an architecture vmemplan lacks
     fidelity: Literal["exact", "generic", "assumed"] = "exact"
+    #: whether the graph (weights, KV specs, the extra activation) reads ``ctx.max_model_len``;
+    #: when not, ``sweep`` reuses one graph for every context length (families that size a
+    #: state, a workspace or an encoder budget by it keep the safe default)
+    reads_max_model_len: bool = True
 
     def __init__(self, config: ModelConfig) -> None:
         self.config = config

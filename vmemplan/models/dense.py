@@ -56,6 +56,7 @@ class LlamaLike(Adapter):
     )
     qkv_bias_default = False
     qk_norm = False
+    reads_max_model_len = False  # its weights and specs never depend on the context length
     # -- switches a declared architecture (registry/architectures.yaml) may set; the
     # defaults are Llama's.  None means "as the config says".
     #: forced biases on qkv_proj / o_proj / the MLP linears (None: the config's keys)

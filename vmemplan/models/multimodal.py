@@ -83,6 +83,7 @@ class VisionEncoderMixin:
     """
 
     modalities: tuple[str, ...] = ("image",)
+    reads_max_model_len = True  # the encoder budget reads the context length
     #: encoder input positions per output token, per modality (merge² for merged patches)
     patches_per_token: int = 1
 
