@@ -53,25 +53,30 @@ def main() -> int:
         # (``nn.Parameter(view)``, as MLA's W_UK_T/W_UV of an unquantized kv_b_proj are made by
         # replace_parameter in mla_attention.py::process_weights_after_loading) has no ``_base``
         # but the same StorageImpl (``untyped_storage()._cdata``, which meta tensors keep).
+        # Within one storage the largest tensor is the storage's bytes; every other tensor on it
+        # is counted twice (whichever of them named_parameters lists first).
         al = []
-        owner: dict[int, str] = {}
+        by_storage: dict[int, list[tuple[int, str]]] = {}
         for _kind, items in (("parameter", model.named_parameters(remove_duplicate=False)),
                             ("buffer", model.named_buffers(remove_duplicate=False))):
             for name, t in items:
                 if t is None or counted.get(id(t)) != name:
                     continue
+                nbytes = t.numel() * t.element_size()
                 base = getattr(t, "_base", None)
                 if base is not None and id(base) in counted:
-                    al.append((name, counted[id(base)], t.numel() * t.element_size()))
+                    al.append((name, counted[id(base)], nbytes))
                     continue
                 try:
                     key = t.untyped_storage()._cdata
                 except (RuntimeError, NotImplementedError):
                     continue
-                if key in owner:
-                    al.append((name, owner[key], t.numel() * t.element_size()))
-                else:
-                    owner[key] = name
+                by_storage.setdefault(key, []).append((nbytes, name))
+        for members in by_storage.values():
+            if len(members) > 1:
+                members.sort(key=lambda m: -m[0])
+                owner_name = members[0][1]
+                al += [(name, owner_name, nbytes) for nbytes, name in members[1:]]
         aliases.append(al)
         dumps.append(rows)
         return orig(model)
