@@ -4,6 +4,7 @@ do not edit).  vmemplan/models/base.py::adapter_class imports only the module a 
 ARCHITECTURE_MODULES: dict[str, str] = {
     'AXK1ForCausalLM': 'axk1',
     'AfmoeForCausalLM': 'afmoe',
+    'AliceAIForCausalLM': 'alice_ai',
     'ApertusForCausalLM': 'dense_a_variants',
     'BailingMoeForCausalLM': 'bailing_moe',
     'BailingMoeV2ForCausalLM': 'bailing_moe',
@@ -61,6 +62,7 @@ ARCHITECTURE_MODULES: dict[str, str] = {
     'NemotronHForCausalLM': 'hybrid_mamba',
     'NemotronHPuzzleForCausalLM': 'hybrid_mamba',
     'OPTForCausalLM': 'classic',
+    'Param2MoEForCausalLM': 'param2moe',
     'Phi3ForCausalLM': 'dense',
     'PhiMoEForCausalLM': 'moe',
     'PhimoeForCausalLM': 'moe',
@@ -79,4 +81,5 @@ ARCHITECTURE_MODULES: dict[str, str] = {
     'Qwen3_5MoeForCausalLM': 'hybrid_qwen',
     'Qwen3_5MoeForConditionalGeneration': 'qwen3_5_vl',
     'Step3TextForCausalLM': 'step3_text',
+    'Step3p5ForCausalLM': 'step3p5',
 }
