@@ -68,7 +68,7 @@ FIELDS: dict[str, Field] = {
     "num_shared_experts": Field("int", 0, _COUNT, nullable=True),
     "moe_shared_expert_intermediate_size": Field("int", 0, 1 << 24),
     "first_k_dense_replace": Field("int", 0, 4096),
-    "moe_layer_freq": Field("int", 1, 4096),
+    "moe_layer_freq": Field("int", 1, 4096, per_layer=True),
     "expert_layer_period": Field("int", 1, 4096),
     "expert_layer_offset": Field("int", 0, 4096),
     "expert_intermediate_size": Field("int", 1, 1 << 24),
@@ -192,16 +192,17 @@ def _describe(field: Field) -> str:
 
 
 #: Families whose config lists a per-layer value for a ``per_layer`` field (Gemma-3n's MatFormer
-#: ``intermediate_size``, transformers' Gemma3nTextConfig).
-PER_LAYER_MODEL_TYPES = ("gemma3n",)
+#: ``intermediate_size``, transformers' Gemma3nTextConfig; MiniMax-M3's 0/1 ``moe_layer_freq``,
+#: vllm/transformers_utils/configs/minimax_m3.py).
+PER_LAYER_MODEL_TYPES = ("gemma3n", "minimax_m3")
 
 
 def _check(where: str, name: str, value: Any, field: Field) -> None:
     if value is None:  # transformers reads null as "use the default"; a required one is missing
         return
     if field.per_layer and isinstance(value, list) and 0 < len(value) <= 4096:
-        for item in value:
-            _check(where, name, item, replace(field, per_layer=False))
+        for item in value:  # per-layer entries may be 0 (a 0/1 layer flag, an absent FFN)
+            _check(where, name, item, replace(field, per_layer=False, minimum=min(field.minimum, 0)))
         return
     bad = False
     if field.kind == "bool":
