@@ -372,6 +372,8 @@ def _resolve_with(inputs: PlanInputs, *, registry: Registry, source: ModelSource
     quant_scheme = scheme_for(config.quantization_config, source.extra, inputs.quantization,
                               sm_major=gpu.sm_major,
                               vllm_version=parse_version(version_text))
+    if quant_scheme is not None and hasattr(adapter, "adapt_quant_scheme"):
+        quant_scheme = adapter.adapt_quant_scheme(quant_scheme)  # e.g. DeepSeek-V4's e8m0 scales
     if quant_scheme is not None:
         adapter_notes = (*adapter_notes, f"weights: {quant_scheme.describe()}")
     runner = _resolve_runner(inputs.runner, config)

@@ -292,6 +292,9 @@ class Fp8Scheme(QuantScheme):
     strategy: str = "block"
     block: tuple[int, int] = (128, 128)
     static_input: bool = False
+    #: bytes of one block scale: fp32, or 1 where the config asks for e8m0 scales
+    #: (Fp8LinearMethod.create_weights' ``scale_dtype`` from ``quant_config.is_scale_e8m0``)
+    scale_bytes: int = 4
 
     def unit_parts(self, t: WeightTensor, experts: int, width: int) -> list[tuple[str, int]]:
         n, k, e = t.rows, t.cols, experts
@@ -301,7 +304,7 @@ class Fp8Scheme(QuantScheme):
         if self.strategy == "block":
             bn, bk = self.block
             rows = shards * _ceil(n // shards, bn) if n % shards == 0 else _ceil(n, bn)
-            parts.append(("weight_scale_inv", e * rows * _ceil(k, bk) * 4))
+            parts.append(("weight_scale_inv", e * rows * _ceil(k, bk) * self.scale_bytes))
         elif self.strategy == "channel":
             parts.append(("weight_scale", e * n * 4))
         else:  # one fp32 per merged shard (per expert for MoE)

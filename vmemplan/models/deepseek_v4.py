@@ -23,6 +23,7 @@ with ``nvfp4_ds_mla`` (the mega-attention default) 288-byte compressed records.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
@@ -31,8 +32,10 @@ from vmemplan.core.graph import GraphContext, WeightTensor
 from vmemplan.core.kv_specs import CircularBufferSpec, MLAAttentionSpec, SlidingWindowMLASpec
 from vmemplan.core.units import dtype_bytes
 from vmemplan.laws.kv_specs import compressor_state_block_size, deepseek_v4_page_alignment, deepseek_v4_record_bytes
+from vmemplan.laws.quant import Fp8Scheme
 from vmemplan.models.base import Adapter, register
 from vmemplan.models.deepseek import moe_expert_tensors, shared_expert_tensors
+from vmemplan.models.deepseek_v4_buffers import biased_gate_layers, padded_sink_heads, v4_extra_tensors
 from vmemplan.models.dense import pad_vocab, pp_layer_range
 
 __all__ = ["DeepseekV4", "DeepseekV41", "compress_ratios", "mega_attention_serves", "mxfp4_expert_tensors",
@@ -398,7 +401,8 @@ class DeepseekV4(Adapter):
                 WeightTensor("attn.wo_a", "linear", groups * o_lora // tp, heads * hd // groups, n, True,
                              in_features_full=heads * hd // groups),
                 WeightTensor("attn.wo_b", "linear", h, groups * o_lora // tp, n, True, in_features_full=groups * o_lora),
-                WeightTensor("attn.attn_sink", "norm", heads // tp, 1, n, dtype="float32"),
+                WeightTensor("attn.attn_sink", "norm", heads // tp if self.is_v41 else
+                             padded_sink_heads(heads // tp, ctx.sm_major), 1, n, dtype="float32"),
             ]
             comp = [i for i in layers if self._owns_compressor(i)]
             for i in comp:
@@ -422,7 +426,9 @@ class DeepseekV4(Adapter):
             for experts, count in by_experts.items():
                 tag = "" if len(by_experts) == 1 else f"[{experts} experts]"
                 out.append(WeightTensor(f"ffn.gate{tag}", "router", experts, h, count))
-                out.append(WeightTensor(f"ffn.gate.bias{tag}", "router", experts, 1, count, dtype="float32"))
+                biased = count if self.is_v41 else biased_gate_layers(self, layers, experts)
+                if biased:
+                    out.append(WeightTensor(f"ffn.gate.bias{tag}", "router", experts, 1, biased, dtype="float32"))
                 if self.mxfp4_experts():
                     out += mxfp4_expert_tensors(f"ffn.experts{tag}", num_experts=experts, hidden=h,
                                                 inter=moe_inter, num_layers=count, ctx=ctx)
@@ -436,6 +442,8 @@ class DeepseekV4(Adapter):
                 mix = (2 + hc) * hc
                 out.append(WeightTensor("hc_attn_fn+hc_ffn_fn", "norm", mix, hc * h, 2 * n, dtype="float32"))
             out.append(WeightTensor("attn_norm+ffn_norm", "norm", h, 1, 2 * n))
+            if not self.is_v41:
+                out += v4_extra_tensors(self, ctx, layers)
         if last:
             out.append(WeightTensor("model.norm", "norm", h, 1))
             out.append(WeightTensor("lm_head", "lm_head", vocab_rows, h))
@@ -445,6 +453,13 @@ class DeepseekV4(Adapter):
     def routed_experts(self, layer: int) -> int:
         """Routed experts of ``layer``'s MoE block (the backbone's count)."""
         return int(self._t("n_routed_experts"))
+
+    def adapt_quant_scheme(self, scheme: Any) -> Any:
+        """fp4-expert checkpoints keep FP8 linear scales in e8m0 (1 B): DeepseekV4FP8Config.
+        is_scale_e8m0 -> Fp8LinearMethod.create_weights' scale_dtype (quant_config.py, 0.33.0)."""
+        if not self.is_v41 and self.mxfp4_experts() and isinstance(scheme, Fp8Scheme):
+            return dataclasses.replace(scheme, scale_bytes=1)
+        return scheme
 
     def mxfp4_experts(self) -> bool:
         """Whether the routed experts load as MXFP4: an fp8 checkpoint whose ``expert_dtype`` (read

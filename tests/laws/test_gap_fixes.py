@@ -1,0 +1,50 @@
+"""Worked examples for oracle weight gaps closed in the families vmemplan already plans.
+
+Each figure is computed by hand from the config and the vLLM 0.33.0 code it mirrors.
+"""
+
+from __future__ import annotations
+
+from vmemplan.api import resolve_request
+from vmemplan.laws.weights import weight_bytes_per_rank
+from vmemplan.pipeline import graph_context
+
+
+def _tensors(model: str, tp: int, **kw):
+    req = resolve_request(model=model, gpu="h200", tensor_parallel_size=tp, max_model_len=32768, **kw)
+    return req, {t.name: t for t in req.adapter.weight_tensors(graph_context(req))}
+
+
+def _bytes(req, t) -> int:
+    return weight_bytes_per_rank([t], model_dtype="bfloat16", scheme=req.quant_scheme).unrounded_bytes
+
+
+# -- DeepSeek-V4 (vllm/models/deepseek_v4/) --------------------------------------------------
+def test_v4_flash_tp8_buffers_and_small_tensors():
+    """DeepSeek-V4-Flash at TP 8 (43 layers: 2 window-only, 21 ratio 4, 20 ratio 128; 3 hash layers):
+
+    * two fp32 cos/sin caches (plain rope_theta 10,000 on the window layers, YaRN
+      compress_rope_theta 160,000 on the compressed ones), each 65,536 x 16 = 1,048,576 rows x 64:
+      2 x 1,048,576 x 64 x 4 = 536,870,912 B (common/rope.py, DeepseekV4ScalingRotaryEmbedding);
+    * topk_indices_buffer [8192, 512] int32 = 16,777,216 B (DeepseekV4Model.__init__);
+    * attn_sink padded to FlashMLA's 64 heads (8 local heads): 43 x 64 x 4 = 11,008 B;
+    * tid2eid [129,280, 6] int32 on the 3 hash layers = 9,308,160 B; the correction bias on the
+      other 40 only: 40 x 256 x 4 = 40,960 B;
+    * compressor ape: 21 x [4, 1024] + 20 x [128, 512] fp32 = 344,064 + 5,242,880 B;
+    * the indexer's compressor: 21 x ([512, 4096] bf16 + [128] bf16 + [4, 256] fp32)
+      = 88,080,384 + 5,376 + 86,016 B;
+    * fused_wqa_wkv's block scales in e8m0 (expert_dtype fp4): [12, 32] x 1 B = 384 B a layer.
+    """
+    req, ts = _tensors("deepseek-ai/DeepSeek-V4-Flash", 8, kv_cache_dtype="fp8")
+    rope = [t for n, t in ts.items() if n.startswith("attn.rotary_emb.cos_sin_cache")]
+    assert sum(_bytes(req, t) for t in rope) == 2 * 1_048_576 * 64 * 4 == 536_870_912
+    assert _bytes(req, ts["model.topk_indices_buffer"]) == 16_777_216
+    assert _bytes(req, ts["attn.attn_sink"]) == 43 * 64 * 4
+    assert _bytes(req, ts["ffn.gate.tid2eid"]) == 129_280 * 6 * 4 * 3 == 9_308_160
+    assert _bytes(req, ts["ffn.gate.bias"]) == 40 * 256 * 4
+    assert _bytes(req, ts["attn.compressor.ape[ratio 4]"]) == 21 * 4 * 1024 * 4
+    assert _bytes(req, ts["attn.compressor.ape[ratio 128]"]) == 20 * 128 * 512 * 4
+    assert _bytes(req, ts["attn.indexer.compressor.fused_wkv_wgate"]) == 21 * 512 * 4096 * 2
+    assert _bytes(req, ts["attn.indexer.compressor.ape"]) == 21 * 4 * 256 * 4
+    parts = dict((n, b) for n, b, _ in req.quant_scheme.tensor_parts(ts["attn.fused_wqa_wkv"], 2))
+    assert parts["weight_scale_inv"] == 12 * 32 * 1
