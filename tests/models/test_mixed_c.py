@@ -1,0 +1,49 @@
+"""mixed_c families (vLLM 0.33.0): worked examples computed by hand."""
+
+from __future__ import annotations
+
+from vmemplan.core.graph import GraphContext
+from vmemplan.core.kv_specs import FullAttentionSpec, SlidingWindowSpec
+from vmemplan.model_config import ModelConfig
+from vmemplan.models.base import adapter_for
+
+#: a small MiMo-V2-Flash (vllm/model_executor/models/mimo_v2.py): layers 1 and 2 windowed
+MIMO = {
+    "architectures": ["MiMoV2FlashForCausalLM"], "model_type": "mimo_v2_flash", "torch_dtype": "bfloat16",
+    "vocab_size": 1000, "hidden_size": 256, "intermediate_size": 512, "num_hidden_layers": 4,
+    "num_attention_heads": 8, "num_key_value_heads": 2, "head_dim": 48, "v_head_dim": 32,
+    "swa_num_attention_heads": 8, "swa_num_key_value_heads": 4, "swa_head_dim": 48, "swa_v_head_dim": 32,
+    "hybrid_layer_pattern": [0, 1, 1, 0], "moe_layer_freq": [0, 1, 1, 1], "sliding_window_size": 128,
+    "rope_theta": 5e6, "swa_rope_theta": 1e4, "partial_rotary_factor": 0.334, "max_position_embeddings": 1024,
+    "n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 64, "n_group": 1, "topk_group": 1,
+    "add_swa_attention_sink_bias": True, "attention_bias": False, "layernorm_epsilon": 1e-5,
+    "hidden_act": "silu", "tie_word_embeddings": False,
+}
+
+
+def _names(cfg: dict, ctx: GraphContext) -> dict:
+    return {t.name: t for t in adapter_for(ModelConfig.from_dict(cfg)).weight_tensors(ctx)}
+
+
+def test_mimo_v2_by_hand() -> None:
+    ts = _names(MIMO, GraphContext(tensor_parallel_size=2))
+    # full layers: q 4·48 + k 1·48 + v 1·32 = 272 rows; o_proj over 4·32 = 128 inputs
+    assert ts["self_attn.qkv_proj[full]"].rows == 272 and ts["self_attn.qkv_proj[full]"].count == 2
+    assert ts["self_attn.o_proj[full]"].cols == 128
+    # window layers: q 4·48 + k 2·48 + v 2·32 = 352 rows; sinks of 4 heads a rank
+    assert ts["self_attn.qkv_proj[swa]"].rows == 352
+    assert ts["self_attn.attention_sink_bias[swa]"].rows == 4 and "self_attn.attention_sink_bias[full]" not in ts
+    # two rotary caches (theta differs): 1024 rows x int(48 · 0.334) = 16 columns each
+    rot = [t for n, t in ts.items() if "rotary" in n]
+    assert [(t.rows, t.cols) for t in rot] == [(1024, 16), (1024, 16)]
+    # one dense layer, three MoE layers with an fp32 router and correction bias, no shared experts
+    assert ts["mlp.gate_up_proj"].count == 1 and ts["mlp.gate"].count == 3 and ts["mlp.gate"].dtype == "float32"
+    assert ts["mlp.gate.e_score_correction_bias"].count == 3
+    assert not any("shared" in n for n in ts)
+    specs = adapter_for(ModelConfig.from_dict(MIMO)).kv_cache_specs(GraphContext(tensor_parallel_size=2))
+    full, swa = specs["model.layers.0.self_attn.attn"], specs["model.layers.1.self_attn.attn"]
+    assert type(full) is FullAttentionSpec and isinstance(swa, SlidingWindowSpec) and swa.sliding_window == 128
+    # page = 16 tokens · KV heads · (48 + 32) · 2 B: 1 head on full layers, 2 on window layers
+    assert full.page_size_bytes == 16 * 1 * 80 * 2 and swa.page_size_bytes == 16 * 2 * 80 * 2
+    # same theta on both kinds: one shared cache
+    assert sum("rotary" in n for n in _names({**MIMO, "swa_rope_theta": 5e6}, GraphContext())) == 1
