@@ -154,3 +154,20 @@ def test_declared_sarvam_and_hyv3() -> None:
     assert hy["mlp.experts.w13_weight"][0].rows == 48
     assert hy["mlp.shared_expert.gate_up_proj"][0].rows == 96
     assert hy["mlp.gate"][0].dtype == "float32" and "self_attn.q_norm" in " ".join(hy)
+
+
+def test_hyv3_embedding_and_head_on_every_stage() -> None:
+    """HYV3Model builds embed_tokens and norm, HYV3ForCausalLM its lm_head, on every stage."""
+    cfg = {"architectures": ["HYV3ForCausalLM"], "model_type": "hy_v3", "vocab_size": 1000, "hidden_size": 64,
+           "intermediate_size": 128, "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2,
+           "head_dim": 16, "num_experts": 8, "num_experts_per_tok": 2, "expert_hidden_dim": 24,
+           "num_shared_experts": 1, "first_k_dense_replace": 1, "max_position_embeddings": 256,
+           "tie_word_embeddings": False}
+    a = adapter_for(ModelConfig.from_dict(cfg))
+    for rank in range(2):
+        names = [t.name for t in a.weight_tensors(GraphContext(pipeline_parallel_size=2, pipeline_rank=rank))]
+        assert names.count("model.embed_tokens") == 1 and names.count("lm_head") == 1
+        assert names.count("model.norm") == 1
+    tied = adapter_for(ModelConfig.from_dict({**cfg, "tie_word_embeddings": True}))
+    names = [t.name for t in tied.weight_tensors(GraphContext(pipeline_parallel_size=2, pipeline_rank=1))]
+    assert "lm_head" not in names and "model.embed_tokens" in names

@@ -42,6 +42,7 @@ ARCHITECTURE_MODULES: dict[str, str] = {
     'GraniteMoeSWAForCausalLM': 'granitemoe',
     'GraniteMoeSharedForCausalLM': 'granitemoe',
     'GraniteSWAForCausalLM': 'dense_a_variants',
+    'HYV3ForCausalLM': 'hy_v3',
     'IQuestLoopCoderForCausalLM': 'iquest_loopcoder',
     'InternLM3ForCausalLM': 'dense',
     'JambaForCausalLM': 'hybrid_mamba',
