@@ -25,7 +25,7 @@ MAX_MODEL_LEN = 32768
 OVERRIDES = {("CohereForAI--c4ai-command-r-v01.ome-trimmed", 1): {"max_model_len": 16384}}
 # multimodal checkpoints checked too (vision tower weights, the language model's KV pool), with
 # the TPs to run: the families issue 11 names first (Qwen3.5-27B loads its Qwen3-VL tower)
-MULTIMODAL = {"Qwen--Qwen3.5-27B": (1, 2, 4)}
+MULTIMODAL = {"Qwen--Qwen3.5-27B": (1, 2, 4), "Qwen--Qwen3-VL-30B-A3B-Instruct.transcribed-trimmed": (1, 2)}
 # skip a file whose twin is a plain copy of the same checkpoint
 SKIP_SUFFIXES = (".hf_quant_config.json",)
 

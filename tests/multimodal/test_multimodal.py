@@ -264,9 +264,12 @@ def test_qwen3_vl_embedding_2b_weights_log_019():
     # + final norm 2048 -> 1,720,574,976 params x 2 B = 3,441,149,952
     # + M-RoPE cache 262,144 x 4 x 128 x 2 B = 268,435,456 -> 3,709,585,408 B = 3.45484 GiB
     # + each attention layer's four fp32 scales (set_default_quant_scales): 28 x 16 B = 448 B
+    # (the x 4 M-RoPE rows are 0.11.0's: from 0.32.0 Qwen3-VL passes mrope_positions_factor 1)
     a = Qwen3_VL(_cfg("tests/fixtures/configs/mm/Qwen--Qwen3-VL-Embedding-2B.json"))
-    ctx = GraphContext(model_dtype="float16", limit_mm_per_prompt=NO_MM)
+    ctx = GraphContext(model_dtype="float16", limit_mm_per_prompt=NO_MM, vllm_version=(0, 11, 0))
     tensors = a.weight_tensors(ctx)
+    newest = a.weight_tensors(GraphContext(model_dtype="float16", limit_mm_per_prompt=NO_MM))
+    assert _bytes(tensors, "float16") - _bytes(newest, "float16") == 262_144 * 3 * 128 * 2
     assert not [t for t in tensors if t.kind == "encoder"]
     assert _bytes(tensors, "float16") == 3_709_585_408 + 28 * 16
     got = _bytes(tensors, "float16", rounding=True) / GIB

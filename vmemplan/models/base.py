@@ -47,6 +47,9 @@ class Adapter:
     #: when not, ``sweep`` reuses one graph for every context length (families that size a
     #: state, a workspace or an encoder budget by it keep the safe default)
     reads_max_model_len: bool = True
+    #: whether the weights include a buffer sized by max_num_batched_tokens (Qwen3-VL's deepstack
+    #: input embeddings): a sweep's weights memo then keys on it
+    weights_read_batch_tokens: bool = False
 
     def __init__(self, config: ModelConfig) -> None:
         self.config = config

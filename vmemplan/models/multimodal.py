@@ -142,6 +142,17 @@ class VisionEncoderMixin:
 
 class _QwenVLBase(VisionEncoderMixin):
     modalities = ("image", "video")
+    #: rows of the M-RoPE cache per position: get_rope's default 4 (Qwen2-VL / Qwen2.5-VL);
+    #: Qwen3-VL's decoder layers pass 1 from vLLM 0.32.0 unless video pruning is on
+    #: (vllm/model_executor/models/qwen3_vl.py::mrope_positions_factor, added in 0.32.0; 0.31 has 4)
+    mrope_positions_factor = 4
+    mrope_factor_one_from: tuple[int, ...] | None = None  # the release from which the factor is 1
+
+    def mrope_factor(self, ctx: GraphContext | None) -> int:
+        since = self.mrope_factor_one_from
+        if since is not None and (ctx is None or ctx.at_least(*since)):
+            return 1
+        return self.mrope_positions_factor
 
     def pixel_limits(self, config: Any) -> tuple[int, int]:
         """(min_pixels, max_pixels): from the config when it carries them (``min_pixels`` /
@@ -176,11 +187,11 @@ class _QwenVLBase(VisionEncoderMixin):
                                                            max_pixels=hi)
         return out
 
-    def _with_mrope(self, tensors: list[WeightTensor]) -> list[WeightTensor]:
+    def _with_mrope(self, tensors: list[WeightTensor], ctx: GraphContext | None = None) -> list[WeightTensor]:
         cfg = self.config  # type: ignore[attr-defined]
         if not _uses_mrope(cfg):
             return tensors
-        positions, dim = mrope_cache_positions(cfg)
+        positions, dim = mrope_cache_positions(cfg, self.mrope_factor(ctx))
         return [WeightTensor(t.name, t.kind, positions, dim) if t.name == "rotary_emb.cos_sin_cache" else t
                 for t in tensors]
 
@@ -212,6 +223,8 @@ class Qwen3_VL(_QwenVLBase, Qwen3):
     The encoder output held per token is ``out_hidden × (1 + deepstack levels)`` wide."""
 
     architectures = ("Qwen3VLForConditionalGeneration", "Qwen3VLForEmbedding")
+    mrope_factor_one_from = (0, 32)
+    weights_read_batch_tokens = True  # the deepstack input-embedding buffers (deepstack_buffers)
 
     def vision_weight_tensors(self, config: Any, ctx: GraphContext) -> list[WeightTensor]:
         return qwen3_vl_tower(_vision(config), _tower_tp(ctx))
@@ -221,7 +234,19 @@ class Qwen3_VL(_QwenVLBase, Qwen3):
         return _need(vc, "out_hidden_size") * (1 + len(vc.get("deepstack_visual_indexes") or []))
 
     def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
-        return self._with_mrope(super().weight_tensors(ctx)) + self.tower_tensors(self.config, ctx)
+        return (self._with_mrope(super().weight_tensors(ctx), ctx) + self.tower_tensors(self.config, ctx)
+                + deepstack_buffers(self, ctx))
+
+
+def deepstack_buffers(adapter: Any, ctx: GraphContext) -> list[WeightTensor]:
+    """Qwen3-VL's deepstack input embeddings: one zeroed ``[max_num_batched_tokens, text hidden]``
+    tensor (model dtype, on the GPU) per deepstack level, allocated with the model
+    (vllm/model_executor/models/qwen3_vl.py::Qwen3VLForConditionalGeneration.__init__, 0.33.0)."""
+    levels = len(_vision(adapter.config).get("deepstack_visual_indexes") or [])
+    if not levels or not adapter.tower_built(ctx):
+        return []
+    return [WeightTensor("deepstack_input_embeds", "buffer", ctx.max_num_batched_tokens,
+                         adapter.config.hidden_size, levels)]
 
 
 # --------------------------------------------------------------------------------------
