@@ -207,7 +207,9 @@ def _stage_weights(req: ResolvedRequest, ctx: GraphContext, draft_tensors: list[
     from vmemplan.laws.offload import offloaded_bytes_for
 
     adapter = req.adapter
-    tensors = adapter.weight_tensors(ctx)
+    # --runner pooling builds no LM head: adapters.py::_create_pooling_model_cls swaps ParallelLMHead for a
+    # StageMissingLayer (0.33.0); a tied head was the embedding's storage anyway
+    tensors = [t for t in adapter.weight_tensors(ctx) if t.kind != "lm_head" or req.runner != "pooling"]
     wb = weight_bytes_per_rank(tensors + draft_tensors, model_dtype=req.dtype,
                                scheme=req.quant_scheme, allocator_rounding=True)
     # --enable-lora: the stacked adapter buffers are allocated with the weights (laws/lora.py)
@@ -227,10 +229,8 @@ def _stage_weights(req: ResolvedRequest, ctx: GraphContext, draft_tensors: list[
 
 
 def model_graph(req: ResolvedRequest, weights_memo: dict[Any, tuple[WeightBreakdown, int]] | None = None) -> ModelGraph:
-    """Weights (allocator-rounded per tensor) and KV specs of every pipeline stage.
-
-    ``weights_memo`` (a dict the caller keeps for one model) reuses the weights of a stage whose
-    context differs only in cache and batch sizes, which weights never depend on (``sweep``)."""
+    """Weights (allocator-rounded per tensor) and KV specs of every pipeline stage.  ``weights_memo``
+    (a dict kept for one model) reuses the weights of a stage whose context differs only in cache and batch sizes."""
     adapter = req.adapter
     stages = []
     for rank in range(req.pipeline_parallel_size):
@@ -240,7 +240,7 @@ def model_graph(req: ResolvedRequest, weights_memo: dict[Any, tuple[WeightBreakd
             wb, eplb = _stage_weights(req, ctx, draft_tensors)
         else:
             key = (replace(ctx, **_NOT_WEIGHTS, speculative_model_config=id(ctx.speculative_model_config)),
-                   req.dtype, repr(req.quant_scheme), id(adapter), repr(req.lora), req.cpu_offload_bytes,
+                   req.dtype, repr(req.quant_scheme), id(adapter), repr(req.lora), req.runner, req.cpu_offload_bytes,
                    req.prefetch_offload, ctx.max_num_batched_tokens if adapter.weights_read_batch_tokens else None)
             if key not in weights_memo:
                 weights_memo[key] = _stage_weights(req, ctx, draft_tensors)
