@@ -47,3 +47,30 @@ def test_mimo_v2_by_hand() -> None:
     assert full.page_size_bytes == 16 * 1 * 80 * 2 and swa.page_size_bytes == 16 * 2 * 80 * 2
     # same theta on both kinds: one shared cache
     assert sum("rotary" in n for n in _names({**MIMO, "swa_rope_theta": 5e6}, GraphContext())) == 1
+
+
+#: a small PLaMo-3 (vllm/model_executor/models/plamo3.py); Plamo3Config derives the windows
+PLAMO3 = {
+    "architectures": ["Plamo3ForCausalLM"], "model_type": "plamo3", "torch_dtype": "bfloat16",
+    "vocab_size": 1000, "hidden_size": 256, "intermediate_size": 512, "num_hidden_layers": 4,
+    "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 64, "max_position_embeddings": 4096,
+    "window_size": 256, "sliding_window_pattern": 2, "rope_theta": 1e6, "rope_local_theta": 1e4,
+}
+
+
+def test_plamo3_by_hand() -> None:
+    ctx = GraphContext(tensor_parallel_size=2, max_model_len=1024)
+    ts = _names(PLAMO3, ctx)
+    # qkv (2 + 2·1)·64 = 256 rows a rank; 4 sandwich norms and q/k norms of 64 per layer
+    assert ts["mixer.qkv_proj"].rows == 256
+    assert ts["pre/post_mixer_norm+pre/post_mlp_norm"].count == 16 and ts["mixer.q_norm+k_norm"].count == 8
+    # two rotary caches (theta 1e6 global, 1e4 local), rows capped by the context: min(4096, 1024)
+    rot = [t for n, t in ts.items() if "rotary" in n]
+    assert [(t.rows, t.cols) for t in rot] == [(1024, 64), (1024, 64)]
+    # tied head by default: no separate lm_head tensor; ceil(1000 / 16)·16 = 1008 -> 1024 rows / 2
+    assert "lm_head" not in ts and ts["model.embed_tokens"].rows == 512
+    # (i + 1) % 2 == 0 is global: layers 1 and 3 full, 0 and 2 windowed by 256
+    specs = adapter_for(ModelConfig.from_dict(PLAMO3)).kv_cache_specs(ctx)
+    assert isinstance(specs["model.layers.layers.0.mixer.attn"], SlidingWindowSpec)
+    assert specs["model.layers.layers.0.mixer.attn"].sliding_window == 256
+    assert type(specs["model.layers.layers.1.mixer.attn"]) is FullAttentionSpec
