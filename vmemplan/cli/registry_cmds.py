@@ -51,6 +51,7 @@ def models(
         vmemplan models --format json
     """
     from vmemplan.core.errors import VmemplanError
+    from vmemplan.core.graph import GraphContext
     from vmemplan.model_config import ModelConfig
     from vmemplan.models import adapter_for
     from vmemplan.render.registry import model_entries, models_json, models_table
@@ -65,7 +66,11 @@ def models(
         architectures[mid] = str((config.get("architectures") or [config.get("model_type") or "?"])[0])
         try:  # the family vmemplan plans it with; none when `size` would refuse the architecture
             adapter = adapter_for(ModelConfig.from_dict(config), allow_generic=False)
-            families[mid] = type(adapter).__module__.rsplit(".", 1)[-1]  # the family module that plans it
+            adapter.validate_parallel(GraphContext())  # a config the family itself refuses (as vLLM would)
+            cls = type(adapter)
+            if cls.__module__.endswith(".declared"):  # an entry of registry/architectures/: its base family
+                cls = cls.__mro__[1]
+            families[mid] = cls.__module__.rsplit(".", 1)[-1]  # the family module that plans it
         except VmemplanError:
             families[mid] = "not planned yet"
             unplanned.add(mid)

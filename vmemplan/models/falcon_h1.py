@@ -88,6 +88,17 @@ class FalconH1(HybridAdapter):
         return 1 if (mode == "align" and ctx.at_least(*MAMBA2_CHECKPOINT_SINCE)) else 0
 
     def validate_parallel(self, ctx: GraphContext) -> None:
+        # transformers' FalconH1Config.validate_architecture (@strict), which vLLM runs on the config
+        d, heads, head_dim = self.d_ssm(), self._need("mamba_n_heads"), self.config.text.get("mamba_d_head")
+        if d % heads:
+            raise ModelConfigError("config.json: mamba_n_heads must divide mamba_expand * hidden_size "
+                                   f"({heads} heads, {d} channels): transformers' FalconH1Config refuses it, and so vLLM",
+                                   hint="the Hub config sets mamba_d_ssm (e.g. 1536 for Falcon-H1-0.5B); a trimmed "
+                                        "copy without it cannot be loaded")
+        if isinstance(head_dim, int) and head_dim * heads != d:
+            raise ModelConfigError(f"config.json: mamba_d_head {head_dim} x mamba_n_heads {heads} != {d}: the Mamba "
+                                   "head dimensions do not match (transformers' FalconH1Config refuses it)",
+                                   hint="fix mamba_d_head / mamba_d_ssm in config.json")
         super().validate_parallel(ctx)
         self.mamba_state(ctx)
 
