@@ -73,6 +73,13 @@ _FP8_REFINED = (
 
 # causes diagnosed by hand (dump_tensors.py, vLLM source), by case id prefix -> text
 MANUAL_WEIGHT_CAUSES: dict[str, str] = {
+    # dump_tensors.py (EXAONE-4.0-1.2B W4A16, process_weights_after_loading failed on meta): 30 layers
+    # x 82 B = an int64[2] weight_shape on each of the 4 compressed-tensors W4A16 linears (64 B),
+    # fp32[1] k/v/q_scale (12 B) and bf16[1] k/v/q_zero_point (6 B) of the kv_cache_scheme
+    "his0si-EXAONE-4.0-1.2B-w4a16.": ("compressed-tensors W4A16 metadata vmemplan does not count: an int64[2] "
+                                      "weight_shape per quantized linear and the kv_cache_scheme's fp32 k/v/q scales "
+                                      "and bf16 zero points, 82 B a layer (construction-time weights: the oracle's "
+                                      "process_weights_after_loading failed on meta)"),
     # dump_tensors.py: w13_weight_scale_inv [128, 6, 64], w2_weight_scale_inv [128, 64, 3] per layer
     "Qwen-Qwen3-235B-A22B-FP8.tp8": _FP8_REFINED,
     "MiniMaxAI-MiniMax-M2.5.tp8": _FP8_REFINED,
