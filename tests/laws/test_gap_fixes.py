@@ -48,3 +48,20 @@ def test_v4_flash_tp8_buffers_and_small_tensors():
     assert _bytes(req, ts["attn.indexer.compressor.ape"]) == 21 * 4 * 256 * 4
     parts = dict((n, b) for n, b, _ in req.quant_scheme.tensor_parts(ts["attn.fused_wqa_wkv"], 2))
     assert parts["weight_scale_inv"] == 12 * 32 * 1
+
+
+# -- block-FP8 MoE scales on vLLM's refined grid (fused_moe/oracle/fp8.py) -------------------
+def test_fp8_moe_scales_refined_to_64_when_the_shard_splits_a_block():
+    """Qwen3-235B-A22B-FP8 at TP 8: moe_intermediate_size 1536 / 8 = 192 per rank, not a
+    multiple of the checkpoint's 128 block, so vLLM's default (auto) MoE backend refines the scale
+    grid to gcd(128, 128, 192, 4096) = 64 (refine_fp8_moe_block_shape; Fp8MoEMethod.create_weights):
+    w13_weight_scale_inv [128, 2 x 192/64 = 6, 4096/64 = 64] and w2_weight_scale_inv
+    [128, 64, 3] fp32 per layer -- (6 x 64 + 64 x 3) x 128 x 4 = 294,912 B, where the
+    checkpoint's 128 grid gives [128, 4, 32] + [128, 32, 2] = 98,304 B."""
+    req, ts = _tensors("Qwen/Qwen3-235B-A22B-FP8", 8)
+    layers = int(req.config.text["num_hidden_layers"])
+    scales = 0
+    for name in ("mlp.experts.w13_weight", "mlp.experts.w2_weight"):
+        parts = req.quant_scheme.tensor_parts(ts[name], 2)
+        scales += sum(b * n for p, b, n in parts if p == "weight_scale_inv")
+    assert scales == layers * (6 * 64 + 64 * 3) * 128 * 4

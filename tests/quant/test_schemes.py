@@ -95,9 +95,14 @@ def test_fp8_block_scales_by_hand():
     # [ceil(4096/128)=32, ceil(512/128)=4] = 512 B.
     s = Fp8Scheme(name="fp8", strategy="block")
     assert s.tensor_bytes(W("kv_b_proj", "linear", 4096, 512, 1, True), 2) == 2_097_152 + 512
-    # a merged w13 with I = 192 per partition: 2 shards × ceil(192/128) = 4 scale rows
+    # a merged w13 with I = 192 per partition (not a multiple of 128): vLLM 0.33 refines the
+    # scale grid to gcd(128, 128, 192, 256) = 64 (fused_moe/oracle/fp8.py::
+    # refine_fp8_moe_block_shape): 2 shards × ceil(192/64) = 6 rows × ceil(256/64) = 4 cols
     t = W("mlp.experts.w13_weight", "expert", 384, 256, 3, True, allocations=1)
-    assert s.tensor_bytes(t, 2) == 3 * 384 * 256 + 3 * 4 * 2 * 4
+    assert s.tensor_bytes(t, 2) == 3 * 384 * 256 + 3 * 6 * 4 * 4
+    # I = 256 per partition divides the block: the checkpoint's 128 grid stays
+    t = W("mlp.experts.w13_weight", "expert", 512, 256, 3, True, allocations=1)
+    assert s.tensor_bytes(t, 2) == 3 * 512 * 256 + 3 * 4 * 2 * 4
 
 
 def test_fp8_per_tensor_and_per_channel():

@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import fnmatch
 import functools
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -302,7 +303,7 @@ class Fp8Scheme(QuantScheme):
         is_expert = t.kind == "expert" or ".experts." in t.name
         shards = _merged_shards(t.name)
         if self.strategy == "block":
-            bn, bk = self.block
+            bn, bk = (self._moe_refined_block(t, n, k) if is_expert else None) or self.block
             rows = shards * _ceil(n // shards, bn) if n % shards == 0 else _ceil(n, bn)
             parts.append(("weight_scale_inv", e * rows * _ceil(k, bk) * self.scale_bytes))
         elif self.strategy == "channel":
@@ -312,6 +313,28 @@ class Fp8Scheme(QuantScheme):
         if self.static_input:
             parts.append(("input_scale", 4 * (e if is_expert else 1)))
         return parts
+
+    def _moe_refined_block(self, t: WeightTensor, n: int, k: int) -> tuple[int, int] | None:
+        """The finer scale grid vLLM puts a block-FP8 expert pair on when the per-rank expert
+        intermediate size is not a multiple of the checkpoint block: ``[r, r]`` with ``r =
+        gcd(block_n, block_k, I_local, hidden)`` if ``r >= 32`` (the default ``auto`` MoE
+        backend; vllm/model_executor/layers/fused_moe/oracle/fp8.py::
+        refine_fp8_moe_block_shape / resolve_fp8_moe_weight_block_shape, used by
+        quantization/fp8.py::Fp8MoEMethod.create_weights for the scale shapes, 0.33.0).
+        ``block_k`` only counts when the experts are split (full size known and larger)."""
+        leaf = t.name.rsplit(".", 1)[-1]
+        if leaf.startswith("w13"):
+            local, hidden, full = n // 2, k, (t.out_features_full // 2 if t.out_features_full else None)
+        elif leaf.startswith("w2"):
+            local, hidden, full = k, n, t.in_features_full
+        else:
+            return None
+        bn, bk = self.block
+        split = full is not None and full != local
+        if local % bn == 0 and (not split or local % bk == 0):
+            return None
+        r = math.gcd(bn, bk, local, hidden)
+        return (r, r) if r >= 32 else None
 
 
 @dataclass(frozen=True)
