@@ -74,3 +74,29 @@ def test_plamo3_by_hand() -> None:
     assert isinstance(specs["model.layers.layers.0.mixer.attn"], SlidingWindowSpec)
     assert specs["model.layers.layers.0.mixer.attn"].sliding_window == 256
     assert type(specs["model.layers.layers.1.mixer.attn"]) is FullAttentionSpec
+
+
+#: a small RNJ-1 (vllm/model_executor/models/rnj1.py): Gemma3TextConfig with chunked layers
+RNJ1 = {
+    "architectures": ["Rnj1ForCausalLM"], "model_type": "gemma3_text", "torch_dtype": "bfloat16",
+    "vocab_size": 1000, "hidden_size": 256, "intermediate_size": 512, "num_hidden_layers": 3,
+    "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 64, "max_position_embeddings": 2048,
+    "sliding_window": 512, "layer_types": ["chunked_attention", "chunked_attention", "full_attention"],
+    "rope_parameters": {"full_attention": {"rope_type": "default", "rope_theta": 1e6},
+                        "chunked_attention": {"rope_type": "default", "rope_theta": 1e4}},
+    "hidden_activation": "gelu_pytorch_tanh", "query_pre_attn_scalar": 64,
+}
+
+
+def test_rnj1_by_hand() -> None:
+    ts = _names(RNJ1, GraphContext(tensor_parallel_size=2))
+    # two rotary caches (one a layer type): 2048 x 64 each; Gemma's normalizer; four fp32 scales a layer
+    assert [(t.rows, t.cols) for n, t in ts.items() if "rotary" in n] == [(2048, 64), (2048, 64)]
+    assert "model.normalizer" in ts and ts["self_attn.attn.k/v/q/prob_scale"].count == 12
+    assert ts["4 GemmaRMSNorms"].count == 12 and ts["self_attn.q_norm+k_norm"].count == 6
+    assert "lm_head" not in ts  # tied by default
+    specs = adapter_for(ModelConfig.from_dict(RNJ1)).kv_cache_specs(GraphContext(tensor_parallel_size=2))
+    # chunked layers: a 512-token window, 1 KV head a rank; the full layer has none
+    assert specs["model.layers.0.self_attn.attn"].sliding_window == 512
+    assert specs["model.layers.0.self_attn.attn"].page_size_bytes == 16 * 1 * 2 * 64 * 2
+    assert type(specs["model.layers.2.self_attn.attn"]) is FullAttentionSpec
