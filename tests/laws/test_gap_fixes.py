@@ -10,8 +10,8 @@ from vmemplan.laws.weights import weight_bytes_per_rank
 from vmemplan.pipeline import graph_context
 
 
-def _tensors(model: str, tp: int, **kw):
-    req = resolve_request(model=model, gpu="h200", tensor_parallel_size=tp, max_model_len=32768, **kw)
+def _tensors(model: str, tp: int, max_model_len: int = 32768, **kw):
+    req = resolve_request(model=model, gpu="h200", tensor_parallel_size=tp, max_model_len=max_model_len, **kw)
     return req, {t.name: t for t in req.adapter.weight_tensors(graph_context(req))}
 
 
@@ -65,3 +65,18 @@ def test_fp8_moe_scales_refined_to_64_when_the_shard_splits_a_block():
         parts = req.quant_scheme.tensor_parts(ts[name], 2)
         scales += sum(b * n for p, b, n in parts if p == "weight_scale_inv")
     assert scales == layers * (6 * 64 + 64 * 3) * 128 * 4
+
+
+# -- GPTQ on SM 9.0: Machete keeps qzeros (quantization/auto_gptq.py) -------------------------
+def test_gptq_machete_keeps_qzeros_on_sm90():
+    """TheBloke/Llama-2-7B-GPTQ (4-bit, group 128, sym) at TP 1 on an H200: every linear goes
+    to Machete (K % 64, N % 128), which keeps AutoGPTQLinearMethod's int32 qzeros
+    [K/128, N/8].  Per layer: qkv [4096 -> 12288], o [4096 -> 4096], gate_up [4096 -> 22016],
+    down [11008 -> 4096]: qzeros = 32 x (12288 + 4096 + 22016) / 8 x 4 + 86 x 4096 / 8 x 4
+    = 614,400 + 176,128 = 790,528 B; 32 layers = 25,296,896 B (the oracle's figure)."""
+    req, ts = _tensors("TheBloke/Llama-2-7B-GPTQ", 1, max_model_len=4096)
+    qzeros = 0
+    for t in ts.values():
+        parts = req.quant_scheme.tensor_parts(t, 2) if t.quantizable else None
+        qzeros += sum(b * n for p, b, n in parts or [] if p == "qzeros")
+    assert qzeros == 32 * ((12288 + 4096 + 22016) // 8 * 32 * 4 + 4096 // 8 * 86 * 4) == 25_296_896

@@ -348,8 +348,33 @@ class WeightOnlyIntScheme(QuantScheme):
     marlin: bool = True
     #: the non-Marlin GPTQ kernels keep packed zeros and ``g_idx`` even when symmetric
     gptq_legacy: bool = False
+    #: SM 9.0 symmetric GPTQ linears whose shape Machete takes (see :meth:`_machete_parts`)
+    machete: bool = False
+
+    def _machete_parts(self, t: WeightTensor, e: int, width: int) -> list[tuple[str, int]] | None:
+        """A linear (not fused-MoE) layer on SM 9.0 that vLLM's kernel chooser gives to Machete
+        (vllm/model_executor/kernels/linear/__init__.py::_POSSIBLE_KERNELS: Machete before
+        Marlin; mixed_precision/machete.py::MacheteLinearKernel.can_implement: symmetric
+        uint4b8/uint8b128, group -1/64/128, per-rank K a multiple of 64 and N of 128,
+        quantization/utils/machete_utils.py).  AutoGPTQLinearMethod.create_weights
+        (quantization/auto_gptq.py, 0.33.0) registers ``qzeros`` ``[K/g, N/pack]`` int32 on
+        every layer; Machete's process_weights_after_loading repacks qweight in place and,
+        with zero_points False, leaves qzeros as they are (Marlin would swap them for an empty
+        tensor): qweight ``K·N·bits/8``, scales ``[K/g, N]`` 16-bit, qzeros, no padding."""
+        if not self.machete or t.kind == "expert" or ".experts." in t.name:
+            return None
+        n, k = t.rows, t.cols
+        g = self.group_size if self.group_size and self.group_size > 0 else -1
+        if self.bits not in (4, 8) or g not in (-1, 64, 128) or k % 64 or n % 128:
+            return None
+        groups = 1 if g == -1 else _ceil(k, g)
+        return [("qweight", e * k * n * self.bits // 8), ("scales", e * groups * n * width),
+                ("qzeros", e * groups * (n * self.bits // 32) * 4)]
 
     def unit_parts(self, t: WeightTensor, experts: int, width: int) -> list[tuple[str, int]]:
+        machete = self._machete_parts(t, experts, width)
+        if machete is not None:
+            return machete
         n, k, e = t.rows, t.cols, experts
         g = self.group_size if self.group_size and self.group_size > 0 else -1
         if self.marlin:

@@ -209,6 +209,8 @@ def _scheme_for(
             group_size=int(qc.get("group_size", 128)), zero_point=not bool(qc.get("sym", True)),
             act_order=desc, marlin=marlin, gptq_legacy=not marlin,
             quantize_lm_head=bool(qc.get("lm_head", False)),
+            # SM 9.0: symmetric linears go to Machete, which keeps qzeros (WeightOnlyIntScheme._machete_parts)
+            machete=marlin and sm_major == 9 and bool(qc.get("sym", True)) and bits in (4, 8),
         )
     if method == "compressed-tensors":
         return _compressed_tensors(qc, source, sm_major)
