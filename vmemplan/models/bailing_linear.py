@@ -1,0 +1,257 @@
+"""Bailing MoE V2.5 (Ling 2.5 / Ring 2.5): lightning linear attention with MLA full layers and MoE.
+
+Mirrors vllm/model_executor/models/bailing_moe_linear.py (0.33.0):
+
+* ``BailingMoeV25Model``: layer ``i`` is a linear-attention layer when ``layer_group_size > 0``
+  and ``(i + 1) % layer_group_size != 0`` (``is_linear_layer``), else an MLA full-attention layer;
+* linear layers: vllm/model_executor/layers/mamba/linear/bailing_linear_attn.py::
+  BailingMoELinearAttention: a fused MHA ``query_key_value`` (QKVParallelLinear, ``heads``
+  query and ``heads`` KV heads of ``head_dim``, bias when ``use_bias`` or ``use_qkv_bias``),
+  ``query_layernorm`` / ``key_layernorm`` RMSNorm(head_dim) with ``use_qk_norm``, ``g_proj``
+  (ColumnParallelLinear to ``heads × head_dim``), ``dense`` (RowParallelLinear, bias with
+  ``use_bias``), ``g_norm`` (BailingGroupRMSNormGate: a weight of ``heads × head_dim / tp``, no
+  bias), a neox rotary cache of ``head_dim × partial_rotary_factor``; the recurrent state is
+  ``(heads/tp, head_dim, head_dim)`` in the cache dtype (LinearAttention.get_state_shape →
+  MambaStateShapeCalculator.linear_attention_state_shape); the decay slopes ``slope_rate``
+  (fp32, all heads) are a plain device tensor, neither parameter nor buffer, and ``tp_slope``
+  is a contiguous slice of it (the same storage);
+* MLA layers: ``BailingMoeV25MLAAttention``: ``q_proj`` (or ``fused_qkv_a_proj`` +
+  ``q_a_layernorm`` + ``q_b_proj`` with ``q_lora_rank``), ``kv_a_proj_with_mqa`` (replicated),
+  ``kv_a_layernorm``, ``kv_b_proj``, ``o_proj``, and a non-neox rotary cache of
+  ``qk_rope_head_dim`` (the partial factor dropped); the MLA wrapper's attention is
+  ``self_attn.attn``;
+* MLP: layer ``i`` is MoE when ``num_experts > 1`` and ``i >= first_k_dense_replace``
+  (``BailingMoeV25``: a GateLinear router ``[E, H]`` in fp32 unless ``router_dtype`` names
+  another (then bf16), an fp32 ``expert_bias`` with ``moe_router_enable_expert_bias``, the fused
+  experts, shared experts as one BailingMLP of ``moe_shared_expert_intermediate_size`` (or
+  ``moe_intermediate_size``) × ``num_shared_experts``), else a BailingMLP of
+  ``intermediate_size``; biases with ``use_bias``;
+* ``word_embeddings`` (first stage), ``norm`` and an untied ``lm_head`` (last stage: vLLM never
+  ties them here).
+"""
+
+from __future__ import annotations
+
+from vmemplan.core.errors import ModelConfigError, UsageError
+from vmemplan.core.graph import GraphContext, WeightTensor
+from vmemplan.models.base import register
+from vmemplan.models.dense import pad_vocab
+from vmemplan.models.hybrid import HybridAdapter, LayerKind, StateTensor, experts_per_rank, state_dtypes
+from vmemplan.models.mla_copies import mla_decode_copies
+
+__all__ = ["BailingMoeV25"]
+
+
+def _int(value, default: int = 0) -> int:
+    if value is None or isinstance(value, bool):
+        return default
+    return int(value)
+
+
+@register
+class BailingMoeV25(HybridAdapter):
+    """``BailingMoeV2_5ForCausalLM``: Ling-2.5 / Ring-2.5 (linear attention + MLA + MoE)."""
+
+    architectures = ("BailingMoeV2_5ForCausalLM",)
+    uses_mla = True
+    attention_layer_name = "model.layers.{i}.self_attn.attn"
+    mamba_layer_name = "model.layers.{i}.self_attn"
+    family = "moe"  # type: ignore[assignment]
+
+    def _get(self, key: str, default=None):
+        v = self.config.text.get(key, default)
+        return default if v is None else v
+
+    # -- layout ---------------------------------------------------------------------------
+    def _is_linear(self, i: int) -> bool:
+        g = _int(self._get("layer_group_size", 1), 1)
+        return g > 0 and (i + 1) % g != 0
+
+    def layer_kinds(self) -> tuple[LayerKind, ...]:
+        return tuple("mamba" if self._is_linear(i) else "mla" for i in range(self.config.num_hidden_layers))
+
+    @property
+    def linear_head_dim(self) -> int:
+        """``config.head_dim`` as vLLM reads it.  A ``model_type`` of "bailing_hybrid" (what the
+        Ling/Ring 2.5 checkpoints declare) is parsed by transformers' built-in
+        BailingHybridConfig (transformers 5.20, configuration_bailing_hybrid.py), whose
+        ``__post_init__`` sets ``head_dim = qk_rope_head_dim``: the linear layers then run at that
+        width (the oracle on vLLM 0.33.0 builds ``(heads/tp, 64, 64)`` states for the defaults)."""
+        text = self.config.text
+        if text.get("model_type") == "bailing_hybrid":
+            return _int(self._get("qk_rope_head_dim", 64), 64)
+        hd = text.get("head_dim")
+        if isinstance(hd, int) and hd > 0:
+            return hd
+        return self.config.hidden_size // self.config.num_attention_heads
+
+    @property
+    def mla_head_size(self) -> int:
+        return _int(self._get("kv_lora_rank", 512)) + _int(self._get("qk_rope_head_dim", 64))
+
+    def mamba_state(self, ctx: GraphContext) -> tuple[StateTensor, ...]:
+        """``(heads/tp, head_dim, head_dim)`` in the mamba cache dtype ("auto": the model dtype)
+        (MambaStateShapeCalculator.linear_attention_state_shape / linear_attention_state_dtype)."""
+        dtype, _ = state_dtypes(ctx.model_dtype, ctx.mamba_cache_dtype)
+        heads = self.config.num_attention_heads
+        tp = ctx.tensor_parallel_size
+        if heads % tp:
+            raise UsageError(f"--tensor-parallel-size {tp} does not divide the {heads} attention heads")
+        hd = self.linear_head_dim
+        return (StateTensor("linear_attn", (heads // tp, hd, hd), dtype),)
+
+    def validate_parallel(self, ctx: GraphContext) -> None:
+        tp = ctx.tensor_parallel_size
+        heads = self.config.num_attention_heads
+        if heads % tp:
+            raise UsageError(f"--tensor-parallel-size {tp} does not divide the {heads} attention heads")
+        if any(self._is_linear(i) for i in range(self.config.num_hidden_layers)):
+            g = _int(self._get("group_norm_size", 1), 1)
+            if tp > g or g % tp:
+                raise UsageError(f"--tensor-parallel-size {tp} must divide group_norm_size {g} "
+                                 "(BailingMoELinearAttention's local group norm)")
+
+    # -- MoE facts ------------------------------------------------------------------------
+    def is_moe_layer(self, i: int) -> bool:
+        return _int(self._get("num_experts", 0)) > 1 and i >= _int(self._get("first_k_dense_replace", 0))
+
+    @property
+    def intermediate_size(self) -> int:
+        return _int(self._get("moe_intermediate_size")) * _int(self._get("num_experts_per_tok", 1), 1)
+
+    def _router_dtype(self) -> str:
+        value = self.config.text.get("router_dtype")
+        return "float32" if value is None or value == "fp32" else "bfloat16"
+
+    def _shared_intermediate(self) -> int:
+        n = _int(self._get("num_shared_experts", 0))
+        if n <= 0:
+            return 0
+        text = self.config.text
+        per = text["moe_shared_expert_intermediate_size"] if "moe_shared_expert_intermediate_size" in text \
+            else self._get("moe_intermediate_size")
+        return _int(per) * n
+
+    # -- rotary caches ----------------------------------------------------------------------
+    def _partial_rotary(self) -> float:
+        rp = self.config.text.get("rope_parameters")
+        if isinstance(rp, dict) and isinstance(rp.get("partial_rotary_factor"), (int, float)):
+            return float(rp["partial_rotary_factor"])
+        v = self.config.text.get("partial_rotary_factor")
+        return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else 1.0
+
+    def rope_tensors(self, n_linear: int, n_mla: int) -> list[WeightTensor]:
+        """One cos/sin cache per distinct get_rope call (get_rope caches by its arguments):
+        ``[max_position_embeddings, head_dim × partial]`` for the linear layers (neox) and
+        ``[max_position_embeddings, qk_rope_head_dim]`` for the MLA layers (non-neox)."""
+        positions = _int(self._get("max_position_embeddings", 8192), 8192)
+        if self.config.rope_scaling():
+            raise ModelConfigError("BailingMoeV2_5 with rope_scaling is not modelled (the default configs have none)")
+        out: list[WeightTensor] = []
+        if n_linear:
+            out.append(WeightTensor("linear.rotary_emb.cos_sin_cache", "buffer", positions,
+                                    int(self.linear_head_dim * self._partial_rotary())))
+        if n_mla:
+            out.append(WeightTensor("mla.rotary_emb.cos_sin_cache", "buffer", positions,
+                                    _int(self._get("qk_rope_head_dim", 64))))
+        return out
+
+    # -- tensors -----------------------------------------------------------------------------
+    def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
+        cfg = self.config
+        tp = ctx.tensor_parallel_size
+        h = cfg.hidden_size
+        start, end = self.layer_range(ctx)
+        rng = range(start, end)
+        first = ctx.pipeline_rank == 0
+        last = ctx.pipeline_rank == ctx.pipeline_parallel_size - 1
+        lin, vec = self.linear, self.vector
+        use_bias = bool(self._get("use_bias", False))
+        vocab_rows = pad_vocab(cfg.vocab_size) // tp
+        out: list[WeightTensor] = []
+        if first:
+            out.append(WeightTensor("model.word_embeddings", "embedding", vocab_rows, h))
+        n_lin = sum(1 for i in rng if self._is_linear(i))
+        n_mla = len(rng) - n_lin
+        if n_lin:
+            nh, hd = cfg.num_attention_heads, self.linear_head_dim
+            inner = nh * hd
+            out += [
+                lin("self_attn.query_key_value", 3 * inner // tp, h, n_lin, in_full=h),
+                lin("self_attn.g_proj", inner // tp, h, n_lin, in_full=h),
+                lin("self_attn.dense", h, inner // tp, n_lin, in_full=inner),
+                vec("self_attn.g_norm", inner // tp, n_lin),
+                # the decay slopes: a plain fp32 device tensor of all heads per layer (tp_slope,
+                # this rank's slice, is a view of it)
+                vec("self_attn.slope_rate", nh, n_lin, kind="buffer", dtype="float32"),
+            ]
+            if use_bias or self._get("use_qkv_bias", False):
+                out.append(vec("self_attn.query_key_value.bias", 3 * inner // tp, n_lin, kind="bias"))
+            if use_bias:
+                out.append(vec("self_attn.dense.bias", h, n_lin, kind="bias"))
+            if self._get("use_qk_norm", False):
+                out.append(vec("self_attn.query_layernorm+key_layernorm", hd, 2 * n_lin))
+        if n_mla:
+            nh = cfg.num_attention_heads
+            nope, rope = _int(self._get("qk_nope_head_dim", 128)), _int(self._get("qk_rope_head_dim", 64))
+            v, lora = _int(self._get("v_head_dim", 128)), _int(self._get("kv_lora_rank", 512))
+            q_lora = self._get("q_lora_rank")
+            if q_lora:
+                q_lora = int(q_lora)
+                out += [
+                    lin("self_attn.fused_qkv_a_proj", q_lora + lora + rope, h, n_mla, in_full=h),
+                    vec("self_attn.q_a_layernorm", q_lora, n_mla),
+                    lin("self_attn.q_b_proj", nh * (nope + rope) // tp, q_lora, n_mla, in_full=q_lora),
+                ]
+            else:
+                out += [
+                    lin("self_attn.q_proj", nh * (nope + rope) // tp, h, n_mla, in_full=h),
+                    lin("self_attn.kv_a_proj_with_mqa", lora + rope, h, n_mla, in_full=h),
+                ]
+            out += [
+                vec("self_attn.kv_a_layernorm", lora, n_mla),
+                lin("self_attn.kv_b_proj", nh * (nope + v) // tp, lora, n_mla, in_full=lora),
+                lin("self_attn.o_proj", h, nh * v // tp, n_mla, in_full=nh * v),
+            ]
+            out += mla_decode_copies(n_mla, heads_local=nh // tp, kv_lora_rank=lora, qk_nope_head_dim=nope,
+                                     v_head_dim=v)
+        n_moe = sum(1 for i in rng if self.is_moe_layer(i))
+        if n_moe:
+            e = _int(self._get("num_experts"))
+            inter = _int(self._get("moe_intermediate_size"))
+            local, div = experts_per_rank(e, ctx)
+            out.append(WeightTensor("mlp.gate", "router", e, h, n_moe, dtype=self._router_dtype()))
+            if self._get("moe_router_enable_expert_bias", False):
+                out.append(WeightTensor("mlp.gate.expert_bias", "router", e, 1, n_moe, dtype="float32"))
+            out += [
+                WeightTensor("mlp.experts.w13", "expert", 2 * inter // div, h, local * n_moe, True,
+                             in_features_full=h, allocations=n_moe),
+                WeightTensor("mlp.experts.w2", "expert", h, inter // div, local * n_moe, True,
+                             in_features_full=inter, allocations=n_moe),
+            ]
+            shared = self._shared_intermediate()
+            if shared:
+                out += [
+                    lin("mlp.shared_experts.gate_up_proj", 2 * shared // tp, h, n_moe, in_full=h),
+                    lin("mlp.shared_experts.down_proj", h, shared // tp, n_moe, in_full=shared),
+                ]
+                if use_bias:
+                    out += [vec("mlp.shared_experts.gate_up_proj.bias", 2 * shared // tp, n_moe, kind="bias"),
+                            vec("mlp.shared_experts.down_proj.bias", h, n_moe, kind="bias")]
+        n_dense = len(rng) - n_moe
+        if n_dense:
+            inter = cfg.intermediate_size
+            out += [
+                lin("mlp.gate_up_proj", 2 * inter // tp, h, n_dense, in_full=h),
+                lin("mlp.down_proj", h, inter // tp, n_dense, in_full=inter),
+            ]
+            if use_bias:
+                out += [vec("mlp.gate_up_proj.bias", 2 * inter // tp, n_dense, kind="bias"),
+                        vec("mlp.down_proj.bias", h, n_dense, kind="bias")]
+        if len(rng):
+            out.append(vec("input_layernorm+post_attention_layernorm", h, 2 * len(rng)))
+        if last:
+            out.append(vec("model.norm", h, 1))
+            out.append(WeightTensor("lm_head", "lm_head", vocab_rows, h))
+        out += self.rope_tensors(n_lin, n_mla)
+        return out
