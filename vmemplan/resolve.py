@@ -377,6 +377,8 @@ def _resolve_with(inputs: PlanInputs, *, registry: Registry, source: ModelSource
     if quant_scheme is not None:
         adapter_notes = (*adapter_notes, f"weights: {quant_scheme.describe()}")
     runner = _resolve_runner(inputs.runner, config)
+    if inputs.runner is None and getattr(adapter, "default_runner", None) == "pooling":
+        runner = "pooling"  # an embedding architecture (vmemplan/models/pooling_decoders.py)
     if inputs.runner is None:
         defaulted.append("runner")
     kv_cache_memory_bytes = inputs.kv_cache_memory_bytes

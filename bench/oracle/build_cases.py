@@ -26,6 +26,12 @@ OVERRIDES = {("CohereForAI--c4ai-command-r-v01.ome-trimmed", 1): {"max_model_len
 # multimodal checkpoints checked too (vision tower weights, the language model's KV pool), with
 # the TPs to run: the families issue 11 names first (Qwen3.5-27B loads its Qwen3-VL tower)
 MULTIMODAL = {"Qwen--Qwen3.5-27B": (1, 2, 4), "Qwen--Qwen3-VL-30B-A3B-Instruct.transcribed-trimmed": (1, 2)}
+# embedding (pooling) architectures checked too: vLLM 0.33.0 lists them in _EMBEDDING_MODELS and picks
+# --runner pooling for them itself (vllm/config/model.py::_get_default_runner_type), so the oracle needs
+# no flag; the TPs to run where the default TP > 1 would not divide the heads (vmemplan/models/pooling_decoders.py)
+EMBEDDING = {"LlamaModel", "MistralModel", "Qwen2Model", "Gemma2Model", "Gemma3TextModel", "LlamaBidirectionalModel",
+             "VoyageQwen3BidirectionalEmbedModel"}
+EMBEDDING_TPS = {"google--embeddinggemma-300m.transcribed": (1, 3)}
 # skip a file whose twin is a plain copy of the same checkpoint
 SKIP_SUFFIXES = (".hf_quant_config.json",)
 
@@ -83,10 +89,10 @@ def main() -> int:
         cfg = json.loads(f.read_text())
         arch = (cfg.get("architectures") or [None])[0]
         stem = f.name[:-5]
-        if arch not in archs and stem not in MULTIMODAL:
+        if arch not in archs and arch not in EMBEDDING and stem not in MULTIMODAL:
             continue
         rel = f.relative_to(ROOT).as_posix()
-        for tp in MULTIMODAL.get(stem, (1, pick_tp(cfg))):
+        for tp in MULTIMODAL.get(stem, EMBEDDING_TPS.get(stem, (1, pick_tp(cfg)))):
             case = {"id": case_id(stem, tp), "config": rel, "architecture": arch, "tp": tp,
                     "provenance": provenance_for(f)}
             case.update(OVERRIDES.get((stem, tp), {}))

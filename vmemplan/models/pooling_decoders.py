@@ -1,0 +1,147 @@
+"""Embedding (pooling) architectures whose backbone is a decoder family vmemplan plans.
+
+vLLM 0.33.0 lists these under ``_EMBEDDING_MODELS`` (vllm/model_executor/models/registry.py) and
+serves them with ``--runner pooling``: the architecture name ends in ``Model``, so
+vllm/config/model.py::try_match_architecture_defaults gives runner "pooling", convert "embed",
+and vllm/model_executor/models/adapters.py::as_embedding_model builds the causal class without
+its LM head (the pooler it adds holds no parameters).  Two things differ from the causal family:
+
+* **no LM head**, whatever ``tie_word_embeddings`` says;
+* **bidirectional attention** where the config asks for it: llama.py::LlamaDecoderLayer,
+  qwen2.py / qwen3.py and gemma3.py build an ``EncoderOnlyAttention`` when
+  ``getattr(config, "is_causal", True)`` is false, and
+  vllm/model_executor/layers/attention/encoder_only_attention.py::EncoderOnlyAttention.get_kv_cache_spec
+  returns ``None``, so GPUModelRunner.get_kv_cache_spec lists no layer: the model owns no KV
+  cache and the pool holds only the null block (as for an attention-free model).  vLLM's
+  vllm/model_executor/models/config.py sets ``is_causal`` itself for some architectures
+  (LlamaBidirectionalConfig: always false; Gemma3TextModelConfig: ``not
+  use_bidirectional_attention``; VoyageQwen3BidirectionalEmbedModelConfig: always false).
+
+The attention layers keep their four fp32 scale scalars (EncoderOnlyAttention is an Attention).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from vmemplan.core.graph import GraphContext, WeightTensor
+from vmemplan.models.base import Adapter, register
+from vmemplan.models.dense import Llama, Qwen2, Qwen3
+from vmemplan.models.gemma2 import Gemma2
+from vmemplan.models.gemma3 import Gemma3
+
+__all__ = ["PoolingBackbone"]
+
+
+class PoolingBackbone(Adapter):
+    """Mixin: the causal family's graph without the LM head, and without a KV cache when the
+    attention is bidirectional.  ``causal_rule`` says how vLLM decides:
+    "config" (``is_causal``, default true), "bidirectional" (always encoder-only),
+    "gemma3" (``not use_bidirectional_attention``)."""
+
+    causal_rule: str = "config"
+    #: vLLM picks runner "pooling" for these (config/model.py::_get_default_runner_type, 0.33.0)
+    default_runner = "pooling"
+
+    def is_causal(self) -> bool:
+        text = self.config.text
+        if self.causal_rule == "bidirectional":
+            return False
+        if self.causal_rule == "gemma3":
+            return not bool(text.get("use_bidirectional_attention", False))
+        return bool(text.get("is_causal", True))
+
+    #: whether this class lists each Attention layer's four fp32 scale scalars itself (the Gemma
+    #: adapters leave them out; LlamaLike lists them)
+    own_attention_scales: bool = False
+
+    def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
+        # as_embedding_model: _create_pooling_model_cls leaves the LM head out (adapters.py, 0.33.0)
+        out = [t for t in super().weight_tensors(ctx) if t.kind != "lm_head"]  # type: ignore[misc]
+        start, end = self.layer_range(ctx)  # type: ignore[attr-defined]
+        if self.own_attention_scales and end > start:
+            # _k_scale/_v_scale/_q_scale/_prob_scale of every (EncoderOnly)Attention
+            # (vllm/model_executor/layers/attention/attention.py::set_default_quant_scales)
+            out.append(WeightTensor("self_attn.attn.k/v/q/prob_scale", "buffer", 1, 1, 4 * (end - start),
+                                    dtype="float32"))
+        return out
+
+    def kv_cache_specs(self, ctx: GraphContext) -> dict[str, Any]:
+        if not self.is_causal():
+            return {}  # EncoderOnlyAttention.get_kv_cache_spec -> None for every layer
+        return super().kv_cache_specs(ctx)  # type: ignore[misc]
+
+    def notes(self) -> tuple[str, ...]:
+        own = ("embedding model (vLLM --runner pooling): no LM head",)
+        if not self.is_causal():
+            own += ("bidirectional attention (EncoderOnlyAttention): no KV cache, vLLM allocates "
+                    "only the null block",)
+        return tuple(super().notes()) + own  # type: ignore[misc]
+
+
+@register
+class LlamaEmbedding(PoolingBackbone, Llama):
+    """``LlamaModel`` and ``MistralModel``: vllm/model_executor/models/registry.py maps both to
+    llama.LlamaForCausalLM (0.33.0), served as an embedding model (as_embedding_model)."""
+
+    architectures = ("LlamaModel", "MistralModel")
+
+
+@register
+class LlamaBidirectionalEmbedding(PoolingBackbone, Llama):
+    """``LlamaBidirectionalModel`` (llama.py::LlamaBidirectionalModel = as_embedding_model(
+    LlamaForCausalLM)); vllm/model_executor/models/config.py::LlamaBidirectionalConfig sets
+    ``is_causal = False``: every layer an EncoderOnlyAttention, no KV cache."""
+
+    architectures = ("LlamaBidirectionalModel",)
+    causal_rule = "bidirectional"
+
+
+@register
+class Qwen2Embedding(PoolingBackbone, Qwen2):
+    """``Qwen2Model``: registry.py maps it to qwen2.Qwen2ForCausalLM (0.33.0); qwen2.py's
+    decoder layer is encoder-only when the config says ``is_causal: false``."""
+
+    architectures = ("Qwen2Model",)
+
+
+@register
+class Gemma2Embedding(PoolingBackbone, Gemma2):
+    """``Gemma2Model`` (e.g. BAAI/bge-multilingual-gemma2): registry.py maps it to
+    gemma2.Gemma2ForCausalLM (0.33.0); gemma2.py always builds causal Attention layers."""
+
+    architectures = ("Gemma2Model",)
+    own_attention_scales = True
+
+
+@register
+class Gemma3TextEmbedding(PoolingBackbone, Gemma3):
+    """``Gemma3TextModel`` (EmbeddingGemma): registry.py maps it to gemma3.Gemma3Model, the
+    backbone without a head; vllm/model_executor/models/config.py::Gemma3TextModelConfig sets
+    ``is_causal = not use_bidirectional_attention`` (true for google/embeddinggemma-300m)."""
+
+    architectures = ("Gemma3TextModel",)
+    causal_rule = "gemma3"
+    own_attention_scales = True
+
+
+@register
+class VoyageQwen3Embedding(PoolingBackbone, Qwen3):
+    """``VoyageQwen3BidirectionalEmbedModel`` (vllm/model_executor/models/voyage.py, 0.33.0): a
+    Qwen3Model (no LM head) plus ``linear``, an ``nn.Linear(hidden_size, num_labels, bias=False)``
+    replicated on every rank in the model dtype;
+    config.py::VoyageQwen3BidirectionalEmbedModelConfig sets ``is_causal = False``."""
+
+    architectures = ("VoyageQwen3BidirectionalEmbedModel",)
+    causal_rule = "bidirectional"
+
+    def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
+        out = super().weight_tensors(ctx)
+        if ctx.pipeline_rank == ctx.pipeline_parallel_size - 1:
+            labels = self.config.text.get("num_labels")
+            if not isinstance(labels, int) or isinstance(labels, bool):
+                id2label = self.config.text.get("id2label")
+                labels = len(id2label) if isinstance(id2label, dict) and id2label else 2  # PretrainedConfig's default
+            out.append(WeightTensor("linear", "linear", labels, self.config.hidden_size))  # nn.Linear: never quantized
+        return out
+
