@@ -100,3 +100,36 @@ def test_rnj1_by_hand() -> None:
     assert specs["model.layers.0.self_attn.attn"].sliding_window == 512
     assert specs["model.layers.0.self_attn.attn"].page_size_bytes == 16 * 1 * 2 * 64 * 2
     assert type(specs["model.layers.2.self_attn.attn"]) is FullAttentionSpec
+
+
+#: a small DomynEdge (vllm/model_executor/models/domyn_edge.py): NoPE full layers of head 128,
+#: RoPE window layers of head 32
+DOMYN = {
+    "architectures": ["DomynEdgeForCausalLM"], "model_type": "domynedge", "torch_dtype": "bfloat16",
+    "vocab_size": 1000, "hidden_size": 256, "intermediate_size": 512, "num_hidden_layers": 4,
+    "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 2048,
+    "position_layers": ["nope", "rope", "rope", "nope"], "window_sizes": [[-1, 0], [255, 0], [255, 0], [-1, 0]],
+    "head_sizes": [128, 32, 32, 128], "per_layer_config": [{"head_dim": h} for h in (128, 32, 32, 128)],
+    "head_dim": 128, "rope_parameters": {"rope_type": "default", "rope_theta": 1e4}, "hidden_act": "silu",
+    "tie_word_embeddings": True,
+}
+
+
+def test_domyn_edge_by_hand() -> None:
+    ts = _names(DOMYN, GraphContext(tensor_parallel_size=2))
+    # head 128 layers: qkv (2 + 2·1)·128 = 512 rows, o_proj over 2·128; head 32: (2 + 2)·32 = 128 rows
+    assert ts["attention[hd=128].qkv_proj"].rows == 512 and ts["attention[hd=128].o_proj"].cols == 256
+    assert ts["attention[hd=32].qkv_proj"].rows == 128 and ts["attention[hd=32].qkv_proj"].count == 2
+    # one fp32 rotary cache 2048 x 32 for the RoPE layers
+    # k_norm a weight; q_norm weightless, yet its torch.ones(head_dim) sits on the device
+    assert ts["attention[hd=32].k_norm"].rows == 32
+    assert ts["attention[hd=32].q_norm.weight(ones, not a parameter)"].rows == 32
+    rot = [t for n, t in ts.items() if "rotary" in n]
+    assert [(t.rows, t.cols, t.dtype) for t in rot] == [(2048, 32, "float32")]
+    assert "lm_head" not in ts  # tied: the head is the embedding
+    specs = adapter_for(ModelConfig.from_dict(DOMYN)).kv_cache_specs(GraphContext(tensor_parallel_size=2))
+    # HF window (255, 0) -> vLLM window 256; pages follow each layer's head size
+    win, full = specs["model.layers.1.attention.attn"], specs["model.layers.0.attention.attn"]
+    assert isinstance(win, SlidingWindowSpec) and win.sliding_window == 256
+    assert type(full) is FullAttentionSpec
+    assert full.page_size_bytes == 16 * 1 * 2 * 128 * 2 and win.page_size_bytes == 16 * 1 * 2 * 32 * 2
