@@ -80,3 +80,14 @@ def test_gptq_machete_keeps_qzeros_on_sm90():
         parts = req.quant_scheme.tensor_parts(t, 2) if t.quantizable else None
         qzeros += sum(b * n for p, b, n in parts or [] if p == "qzeros")
     assert qzeros == 32 * ((12288 + 4096 + 22016) // 8 * 32 * 4 + 4096 // 8 * 86 * 4) == 25_296_896
+
+
+# -- the four fp32 attention scale scalars (attention.py::set_default_quant_scales) ----------
+def test_attention_scales_on_gemma_and_mamba_hybrids():
+    """16 B (four fp32 scalars) per Attention layer: gemma-2-9b 42 layers = 672 B; gemma-3-1b
+    26 = 416 B; Jamba-v0.1 4 attention layers (period 8 of 32) = 64 B."""
+    for model, want, ml in (("google/gemma-2-9b", 42 * 16, 8192), ("google/gemma-3-1b-it", 26 * 16, 32768),
+                            ("ai21labs/Jamba-v0.1", 4 * 16, 32768)):
+        req, ts = _tensors(model, 1, max_model_len=ml)
+        got = sum(_bytes(req, t) for n, t in ts.items() if n.endswith("k/v/q/prob_scale"))
+        assert got == want, model

@@ -38,6 +38,9 @@ class Gemma2(_WindowedBase):
     default_pattern = 2
     qk_norm = False
     no_head_module = True
+    #: whether Gemma2.weight_tensors lists each Attention layer's four fp32 scale scalars
+    #: (subclasses that list them themselves turn it off)
+    lists_attention_scales = True
 
     def layer_types(self) -> list[str]:
         return gemma_layer_types(self.config.text, default_pattern=self.default_pattern)
@@ -71,6 +74,10 @@ class Gemma2(_WindowedBase):
             if self.qk_norm:
                 out.append(WeightTensor("self_attn.q_norm+k_norm", "norm", cfg.head_dim, 1, 2 * n))
             out += self.rope_tensors()
+            if self.lists_attention_scales and not getattr(self, "own_attention_scales", False):
+                # each Attention layer's _k_scale/_v_scale/_q_scale/_prob_scale: four fp32 scalars
+                # (vllm/model_executor/layers/attention/attention.py::set_default_quant_scales)
+                out.append(WeightTensor("self_attn.attn.k/v/q/prob_scale", "buffer", 1, 1, 4 * n, dtype="float32"))
         out.append(WeightTensor("model.normalizer", "buffer", 1, 1))
         return out
 

@@ -166,6 +166,9 @@ class Jamba(HybridAdapter):
             out += [
                 lin("attn.qkv_proj", q_rows + 2 * kv_rows, h, n_attn, in_full=h),
                 lin("attn.o_proj", h, q_rows, n_attn, in_full=cfg.num_attention_heads * hd),
+                # each Attention's _k_scale/_v_scale/_q_scale/_prob_scale: four fp32 scalars
+                # (vllm/model_executor/layers/attention/attention.py::set_default_quant_scales)
+                WeightTensor("attn.attn.k/v/q/prob_scale", "buffer", 1, 1, 4 * n_attn, dtype="float32"),
             ]
         if n_mamba:
             inner = self._inner()
@@ -335,6 +338,7 @@ class NemotronH(HybridAdapter):
             out += [
                 lin("mixer.qkv_proj", q_rows + 2 * kv_rows, h, n_attn, in_full=h),
                 lin("mixer.o_proj", h, q_rows, n_attn, in_full=cfg.num_attention_heads * hd),
+                WeightTensor("mixer.attn.k/v/q/prob_scale", "buffer", 1, 1, 4 * n_attn, dtype="float32"),
             ]
         n_mamba = letters.count("M")
         if n_mamba:

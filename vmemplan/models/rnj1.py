@@ -36,6 +36,7 @@ class Rnj1(Gemma2):
     """
 
     architectures = ("Rnj1ForCausalLM",)
+    lists_attention_scales = False  # listed in weight_tensors below
     qk_norm = True
     no_head_module = False
     reads_max_model_len = False
