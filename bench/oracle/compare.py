@@ -64,14 +64,10 @@ _DSA = ("the sparse-attention (DSA) index buffers allocated with the model: the 
         "SparseMLAIndexGroupBuilder's rows, 581,562,856 B int32 at 8,192 batched tokens in all "
         "(the oracle's other_device_tensors), not counted")
 
-_FP8_REFINED = (
-    "block-FP8 MoE scales on a refined 64x64 grid: the expert intermediate size per rank (1536/8 = 192) is not "
-    "a multiple of the checkpoint's 128 block, so vLLM 0.33 creates w13/w2_weight_scale_inv at the refined "
-    "block shape (quantization/fp8.py::Fp8MoEMethod.create_weights, resolve_fp8_moe_weight_block_shape; "
-    "Qwen3-235B: vLLM [128,6,64]+[128,64,3] fp32 per layer vs vmemplan's 128-grid [128,4,32]+[128,32,2]); "
-    "plus the 24 B/layer attention scales")
-
 # causes diagnosed by hand (dump_tensors.py, vLLM source), by case id prefix -> text
+_FP8_KV_SCALES = ("the oracle's construction-time BaseKVCacheMethod q/k/v/prob_scale bf16 parameters, 8 B a layer, "
+                  "which vLLM's process_weights_after_loading deletes (quantization/kv_cache.py) and the "
+                  "meta-device oracle could not reach; vmemplan counts what a GPU holds")
 MANUAL_WEIGHT_CAUSES: dict[str, str] = {
     # dump_tensors.py (EXAONE-4.0-1.2B W4A16, process_weights_after_loading failed on meta): 30 layers
     # x 82 B = an int64[2] weight_shape on each of the 4 compressed-tensors W4A16 linears (64 B),
@@ -80,9 +76,12 @@ MANUAL_WEIGHT_CAUSES: dict[str, str] = {
                                       "weight_shape per quantized linear and the kv_cache_scheme's fp32 k/v/q scales "
                                       "and bf16 zero points, 82 B a layer (construction-time weights: the oracle's "
                                       "process_weights_after_loading failed on meta)"),
-    # dump_tensors.py: w13_weight_scale_inv [128, 6, 64], w2_weight_scale_inv [128, 64, 3] per layer
-    "Qwen-Qwen3-235B-A22B-FP8.tp8": _FP8_REFINED,
-    "MiniMaxAI-MiniMax-M2.5.tp8": _FP8_REFINED,
+    # 8 B a layer in every FP8 checkpoint with a KV-cache scale method (dump_tensors.py): bf16 q/k/v/prob_scale
+    # parameters that quantization/kv_cache.py::BaseKVCacheMethod.create_weights registers and its
+    # process_weights_after_loading deletes (`del layer.k_scale`, ...); on meta the oracle stops before that
+    # line (Tensor.item()), so the expected figure still holds them; a GPU does not
+    **{prefix: _FP8_KV_SCALES for prefix in ("Qwen-Qwen3-235B-A22B-FP8.", "MiniMaxAI-MiniMax-M2.5.",
+                                              "Qwen-Qwen3-8B-FP8.", "Qwen-Qwen3-32B-FP8.", "Qwen-Qwen3-30B-A3B-FP8.")},
     # dump_tensors.py (DeepSeek-V3 tp8): self_attn.mla_attn.mla_attn.W_UK_T [16,128,512] and W_UV
     # [16,512,128] bf16 per layer; rotary_emb.cos_sin_cache [163840, 64] bf16 (vmemplan: fp32)
     "deepseek-ai-DeepSeek-V3.": _MLA,
