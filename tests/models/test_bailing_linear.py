@@ -70,3 +70,41 @@ def test_linear_and_mla_tensors_per_rank() -> None:
     assert w["linear.rotary_emb.cos_sin_cache"].cols == 16 and w["mla.rotary_emb.cos_sin_cache"].cols == 16
     # lm_head is never tied
     assert "lm_head" in w
+
+
+def _v3(**over):
+    from vmemplan.models.bailing_linear import BailingMoeV3
+
+    d = {
+        "architectures": ["BailingMoeV3ForCausalLM"], "model_type": "bailing_moe_v3", "hidden_size": 256,
+        "intermediate_size": 512, "num_hidden_layers": 6, "num_attention_heads": 8, "head_dim": 32,
+        "vocab_size": 1000, "max_position_embeddings": 4096, "num_experts": 16, "num_experts_per_tok": 2,
+        "num_shared_experts": 1, "moe_intermediate_size": 64, "moe_shared_expert_intermediate_size": 64,
+        "first_k_dense_replace": 1, "layer_group_size": 4, "short_conv_kernel_size": 4, "no_kda_lora": True,
+        "kv_lora_rank": 128, "q_lora_rank": 64, "qk_rope_head_dim": 16, "qk_nope_head_dim": 32,
+        "v_head_dim": 32, "gated_attention_proj_granularity_type": "head_wise", "use_bias": False,
+        "torch_dtype": "bfloat16",
+    }
+    d.update(over)
+    return BailingMoeV3(ModelConfig.from_dict(d))
+
+
+def test_v3_trailing_partial_group_is_mla() -> None:
+    # _is_kda_layer: MLA at (i + 1) % 4 == 0 and at i >= 6 // 4 * 4 = 4
+    assert _v3().layer_kinds() == ("mamba", "mamba", "mamba", "mla", "mla", "mla")
+
+
+def test_v3_kda_and_gated_mla_tensors_per_rank() -> None:
+    a = _v3()
+    ctx = GraphContext(model_dtype="bfloat16", tensor_parallel_size=2, max_model_len=4096, block_size=16)
+    w = _by_name(a.weight_tensors(ctx))
+    # qkvb: (3 x 8 x 32 + 8) / 2 = 388 rows; three fp32 convolutions [128, 4] per KDA layer
+    assert (w["self_attn.qkvb_proj"].rows, w["self_attn.qkvb_proj"].count) == (388, 3)
+    conv = w["self_attn.q/k/v_conv1d"]
+    assert (conv.rows, conv.cols, conv.count, conv.dtype) == (128, 4, 9, "float32")
+    assert w["self_attn.o_proj"].count == 3 and w["self_attn.dense"].count == 3
+    # head-wise MLA gate: 8 heads / 2; fused_qkv_a replicated: 64 + 128 + 16
+    assert w["self_attn.mla_g_proj"].rows == 4 and w["self_attn.fused_qkv_a_proj"].rows == 208
+    # KDA state: conv (4 - 1, 3 x 256 / 2) bf16 + recurrent (4, 32, 32) fp32
+    conv_s, rec_s = a.mamba_state(ctx)
+    assert conv_s.shape == (3, 384) and rec_s.shape == (4, 32, 32) and rec_s.dtype == "float32"

@@ -36,16 +36,29 @@ from vmemplan.core.errors import ModelConfigError, UsageError
 from vmemplan.core.graph import GraphContext, WeightTensor
 from vmemplan.models.base import register
 from vmemplan.models.dense import pad_vocab
-from vmemplan.models.hybrid import HybridAdapter, LayerKind, StateTensor, experts_per_rank, state_dtypes
+from vmemplan.models.hybrid import (
+    HybridAdapter,
+    LayerKind,
+    StateTensor,
+    experts_per_rank,
+    kda_state,
+    kda_state_dtypes,
+    state_dtypes,
+)
 from vmemplan.models.mla_copies import mla_decode_copies
 
-__all__ = ["BailingMoeV25"]
+__all__ = ["BailingMoeV25", "BailingMoeV3"]
 
 
 def _int(value, default: int = 0) -> int:
     if value is None or isinstance(value, bool):
         return default
     return int(value)
+
+
+def _scaled_rope(rs) -> bool:
+    """Whether a rope dict asks for a scaling other than the default rotary cache."""
+    return isinstance(rs, dict) and rs.get("rope_type", rs.get("type", "default")) not in (None, "default")
 
 
 @register
@@ -145,7 +158,7 @@ class BailingMoeV25(HybridAdapter):
         ``[max_position_embeddings, head_dim × partial]`` for the linear layers (neox) and
         ``[max_position_embeddings, qk_rope_head_dim]`` for the MLA layers (non-neox)."""
         positions = _int(self._get("max_position_embeddings", 8192), 8192)
-        if self.config.rope_scaling():
+        if _scaled_rope(self.config.rope_scaling()):
             raise ModelConfigError("BailingMoeV2_5 with rope_scaling is not modelled (the default configs have none)")
         out: list[WeightTensor] = []
         if n_linear:
@@ -255,3 +268,104 @@ class BailingMoeV25(HybridAdapter):
             out.append(WeightTensor("lm_head", "lm_head", vocab_rows, h))
         out += self.rope_tensors(n_lin, n_mla)
         return out
+
+
+@register
+class BailingMoeV3(BailingMoeV25):
+    """``BailingMoeV3ForCausalLM`` (Ling 3.0): Kimi-delta-attention layers, gated MLA full layers,
+    Bailing MoE.  Mirrors vllm/model_executor/models/bailing_moe_v3.py (0.33.0):
+
+    * layer ``i`` is KDA unless ``(i + 1) % layer_group_size == 0`` or ``i`` lies in the trailing
+      partial group (``i >= L // g * g``) (``_is_kda_layer``);
+    * BailingMoeV3KimiDeltaAttention (``no_kda_lora`` required): ``qkvb_proj`` (Merged
+      ``[P, P, P, heads]``, P = heads × head_dim), ``f_proj`` and ``g_proj`` (H → P), fp32
+      ``dt_bias [P/tp]``, three fp32 short convolutions ``q/k/v_conv1d [P/tp, 1, kernel]``, fp32
+      ``A_log [heads/tp]``, ``o_norm`` (weight of head_dim), ``o_proj``; its state is
+      kda_state_shape / kda_state_dtype (conv ``(kernel - 1 + spec, 3P/tp)``, fp32 recurrent);
+    * BailingMoeV3MLAAttention: the MLA projections, a ``g_proj`` gate of ``heads``
+      (head_wise) or ``heads × v_head_dim`` (element_wise) outputs, ``dense`` (no bias) and a
+      non-neox rotary cache of ``qk_rope_head_dim`` (partial factor dropped);
+    * BailingMoeV3MoE: an fp32 router and fp32 ``expert_bias`` always, shared experts of
+      ``moe_shared_expert_intermediate_size × num_shared_experts``.
+    """
+
+    architectures = ("BailingMoeV3ForCausalLM",)
+
+    def _is_linear(self, i: int) -> bool:
+        g = _int(self._get("layer_group_size", 1), 1)
+        n = self.config.num_hidden_layers
+        return not ((i + 1) % g == 0 or i >= n // g * g)
+
+    def mamba_state(self, ctx: GraphContext) -> tuple[StateTensor, ...]:
+        conv, rec = kda_state_dtypes(ctx.model_dtype, ctx.mamba_cache_dtype, ctx.mamba_ssm_cache_dtype)
+        return kda_state(tp=ctx.tensor_parallel_size, num_heads=self.config.num_attention_heads,
+                         head_dim=self.linear_head_dim, conv_kernel=_int(self._get("short_conv_kernel_size", 4), 4),
+                         num_spec=ctx.num_speculative_tokens, conv_dtype=conv, rec_dtype=rec)
+
+    def validate_parallel(self, ctx: GraphContext) -> None:
+        tp = ctx.tensor_parallel_size
+        heads = self.config.num_attention_heads
+        if heads % tp:
+            raise UsageError(f"--tensor-parallel-size {tp} does not divide the {heads} attention heads")
+        if not self._get("no_kda_lora", False):
+            raise ModelConfigError("BailingMoeV3 KDA expects no_kda_lora=True (vLLM 0.33.0 refuses otherwise)")
+
+    def is_moe_layer(self, i: int) -> bool:
+        return self.config.text.get("num_experts") is not None and i >= _int(self._get("first_k_dense_replace", 0))
+
+    def _router_dtype(self) -> str:
+        return "float32"
+
+    def _shared_intermediate(self) -> int:
+        return _int(self._get("moe_shared_expert_intermediate_size")) * _int(self._get("num_shared_experts", 0))
+
+    def rope_tensors(self, n_linear: int, n_mla: int) -> list[WeightTensor]:
+        positions = _int(self._get("max_position_embeddings", 8192), 8192)
+        if _scaled_rope(self.config.rope_scaling()):
+            raise ModelConfigError("BailingMoeV3 with rope_scaling is not modelled")
+        if not n_mla:
+            return []
+        return [WeightTensor("mla.rotary_emb.cos_sin_cache", "buffer", positions,
+                             _int(self._get("qk_rope_head_dim", 64)))]
+
+    def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
+        # the V2.5 list, then the V3 attention blocks swapped in
+        out = [t for t in super().weight_tensors(ctx) if not t.name.startswith("self_attn.")
+               or t.name.startswith("self_attn.mla_attn.") or t.name in self._mla_names()]
+        tp = ctx.tensor_parallel_size
+        h = self.config.hidden_size
+        start, end = self.layer_range(ctx)
+        n_kda = sum(1 for i in range(start, end) if self._is_linear(i))
+        n_mla = (end - start) - n_kda
+        lin, vec = self.linear, self.vector
+        nh = self.config.num_attention_heads
+        # the MLA output projection is named ``dense`` here (the KDA one ``o_proj``)
+        out = [WeightTensor("self_attn.dense", t.kind, t.rows, t.cols, t.count, t.quantizable, t.dtype,
+                            t.in_features_full) if t.name == "self_attn.o_proj" else t for t in out]
+        if n_kda:
+            hd = self.linear_head_dim
+            p = nh * hd
+            kernel = _int(self._get("short_conv_kernel_size", 4), 4)
+            out += [
+                lin("self_attn.qkvb_proj", (3 * p + nh) // tp, h, n_kda, in_full=h),
+                lin("self_attn.f_proj", p // tp, h, n_kda, in_full=h),
+                lin("self_attn.g_proj", p // tp, h, n_kda, in_full=h),
+                vec("self_attn.dt_bias", p // tp, n_kda, kind="bias", dtype="float32"),
+                lin("self_attn.q/k/v_conv1d", p // tp, kernel, 3 * n_kda, quantizable=False, dtype="float32"),
+                vec("self_attn.A_log", nh // tp, n_kda, kind="bias", dtype="float32"),
+                vec("self_attn.o_norm", hd, n_kda),
+                lin("self_attn.o_proj", h, p // tp, n_kda, in_full=p),
+            ]
+        if n_mla:
+            v = _int(self._get("v_head_dim", 128))
+            kind = self._get("gated_attention_proj_granularity_type")
+            g_out = nh if kind == "head_wise" else nh * v if kind == "element_wise" else 0
+            if g_out:
+                out.append(lin("self_attn.mla_g_proj", g_out // tp, h, n_mla, in_full=h))
+        return out
+
+    @staticmethod
+    def _mla_names() -> frozenset[str]:
+        return frozenset(("self_attn.fused_qkv_a_proj", "self_attn.q_a_layernorm", "self_attn.q_b_proj",
+                          "self_attn.q_proj", "self_attn.kv_a_proj_with_mqa", "self_attn.kv_a_layernorm",
+                          "self_attn.kv_b_proj", "self_attn.o_proj"))
