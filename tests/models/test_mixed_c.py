@@ -133,3 +133,18 @@ def test_domyn_edge_by_hand() -> None:
     assert isinstance(win, SlidingWindowSpec) and win.sliding_window == 256
     assert type(full) is FullAttentionSpec
     assert full.page_size_bytes == 16 * 1 * 2 * 128 * 2 and win.page_size_bytes == 16 * 1 * 2 * 32 * 2
+
+
+def test_mimo_v2_fused_qkv_layout_by_hand() -> None:
+    """MiMoV2ForCausalLM's ``fused_qkv`` layout of a block-fp8 checkpoint (mimo_v2.py::
+    _fused_qkv_kv_chunk_rows): 4 checkpoint chunks (num_key_value_heads) > TP 1; a full layer's
+    chunk holds 1 K head of 192 and 1 V head of 128 rows = 320, padded to 384, so the
+    projection is 64·192 + 4·384 = 13,824 rows; a window layer's K (2·192) and V (2·128) rows
+    are whole blocks, so it keeps the plain 64·192 + 8·(192 + 128) = 14,848."""
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "fixtures/oracle/configs/XiaomiMiMo--MiMo-V2-fused-qkv-8L.synthetic.json"
+    ts = _names(json.loads(path.read_text()), GraphContext())
+    assert ts["self_attn.qkv_proj[full].q+kv_chunks"].rows == 13824
+    assert ts["self_attn.qkv_proj[swa]"].rows == 14848
