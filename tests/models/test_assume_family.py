@@ -8,24 +8,24 @@ from pathlib import Path
 
 from tests.request._cli import error_lines, run
 
-#: A K2HorizonForCausalLM config (vllm/model_executor/models/k2_horizon.py, 0.33.0, which vmemplan
-#: does not plan) with the keys that file reads; ``num_experts`` is the MoE marker.
-K2_HORIZON = {
-    "architectures": ["K2HorizonForCausalLM"], "model_type": "k2_horizon", "torch_dtype": "bfloat16",
+#: A config of an architecture no family plans (a made-up name, so that no family added later
+#: plans it), with DeepSeek's MoE marker ``n_routed_experts``.
+UNPLANNED_MOE = {
+    "architectures": ["UnplannedMoEForCausalLM"], "model_type": "unplanned_moe", "torch_dtype": "bfloat16",
     "hidden_size": 1024, "intermediate_size": 2048, "moe_intermediate_size": 256, "num_hidden_layers": 4,
     "num_attention_heads": 8, "num_key_value_heads": 2, "head_dim": 128, "vocab_size": 32000,
-    "num_experts": 16, "num_experts_per_tok": 2, "max_position_embeddings": 4096,
+    "n_routed_experts": 16, "num_experts_per_tok": 2, "max_position_embeddings": 4096,
 }
 
 
 def test_the_refusal_names_the_family_it_resembles(capsys, tmp_path: Path):
-    config = tmp_path / "k2_horizon.json"
-    config.write_text(json.dumps(K2_HORIZON))
+    config = tmp_path / "unplanned_moe.json"
+    config.write_text(json.dumps(UNPLANNED_MOE))
     r = run(["size", str(config), "--gpu", "h100"], capsys)
     assert r.code == 4
     err, hint = error_lines(r.stderr)
-    assert "K2HorizonForCausalLM" in err and "resembles Qwen3MoeForCausalLM" in err  # num_experts
-    assert "--assume-family Qwen3MoeForCausalLM" in hint
+    assert "UnplannedMoEForCausalLM" in err and "resembles DeepseekV3ForCausalLM" in err  # n_routed_experts
+    assert "--assume-family DeepseekV3ForCausalLM" in hint
     # MiniMax-M1's lightning-attention layers: no planned family is close, and it says so
     r = run(["size", "MiniMaxAI/MiniMax-M1", "--gpu", "h200", "-tp", "8"], capsys)
     assert r.code == 4
