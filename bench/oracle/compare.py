@@ -81,7 +81,8 @@ MANUAL_WEIGHT_CAUSES: dict[str, str] = {
     # process_weights_after_loading deletes (`del layer.k_scale`, ...); on meta the oracle stops before that
     # line (Tensor.item()), so the expected figure still holds them; a GPU does not
     **{prefix: _FP8_KV_SCALES for prefix in ("Qwen-Qwen3-235B-A22B-FP8.", "MiniMaxAI-MiniMax-M2.5.",
-                                              "Qwen-Qwen3-8B-FP8.", "Qwen-Qwen3-32B-FP8.", "Qwen-Qwen3-30B-A3B-FP8.")},
+                                              "Qwen-Qwen3-8B-FP8.", "Qwen-Qwen3-32B-FP8.", "Qwen-Qwen3-30B-A3B-FP8.",
+                                              "XiaomiMiMo-MiMo-V2-Flash.", "XiaomiMiMo-MiMo-V2-fused-qkv-8L.")},
     # dump_tensors.py (DeepSeek-V3 tp8): self_attn.mla_attn.mla_attn.W_UK_T [16,128,512] and W_UV
     # [16,512,128] bf16 per layer; rotary_emb.cos_sin_cache [163840, 64] bf16 (vmemplan: fp32)
     "deepseek-ai-DeepSeek-V3.": _MLA,
