@@ -1,13 +1,18 @@
 """Embedding (pooling) architectures whose backbone is a decoder family vmemplan plans.
 
-vLLM 0.33.0 lists these under ``_EMBEDDING_MODELS`` (vllm/model_executor/models/registry.py) and
-serves them with ``--runner pooling``: the architecture name ends in ``Model``, so
-vllm/config/model.py::try_match_architecture_defaults gives runner "pooling", convert "embed",
-and vllm/model_executor/models/adapters.py::as_embedding_model builds the causal class without
-its LM head (the pooler it adds holds no parameters).  Two things differ from the causal family:
+vLLM 0.33.0 lists these under ``_EMBEDDING_MODELS`` (vllm/model_executor/models/registry.py).
+Two kinds:
 
-* **no LM head**, whatever ``tie_word_embeddings`` says;
-* **bidirectional attention** where the config asks for it: llama.py::LlamaDecoderLayer,
+* names mapped to a model class that is no text-generation model (gemma3.Gemma3Model,
+  llama.LlamaBidirectionalModel, voyage.py): vllm/config/model.py::try_match_architecture_defaults
+  matches the ``Model`` suffix, runner "pooling", convert "embed", and
+  vllm/model_executor/models/adapters.py::as_embedding_model builds the class without an LM
+  head (its pooler holds no parameters);
+* names mapped to a ``*ForCausalLM`` class (LlamaModel, MistralModel, Qwen2Model, Gemma2Model):
+  registry inspection finds a text-generation model, so vLLM's default is runner "generate",
+  the causal class as it is, LM head included; ``--runner pooling`` converts it.
+
+**Bidirectional attention** where the config asks for it: llama.py::LlamaDecoderLayer,
   qwen2.py / qwen3.py and gemma3.py build an ``EncoderOnlyAttention`` when
   ``getattr(config, "is_causal", True)`` is false, and
   vllm/model_executor/layers/attention/encoder_only_attention.py::EncoderOnlyAttention.get_kv_cache_spec
@@ -41,7 +46,7 @@ class PoolingBackbone(Adapter):
 
     causal_rule: str = "config"
     #: vLLM picks runner "pooling" for these (config/model.py::_get_default_runner_type, 0.33.0)
-    default_runner = "pooling"
+    default_runner: str | None = "pooling"
 
     def is_causal(self) -> bool:
         text = self.config.text
@@ -55,9 +60,14 @@ class PoolingBackbone(Adapter):
     #: adapters leave them out; LlamaLike lists them)
     own_attention_scales: bool = False
 
+    #: whether vLLM builds the class through as_embedding_model (convert "embed"), whose
+    #: _create_pooling_model_cls leaves the LM head out (adapters.py, 0.33.0)
+    drops_lm_head: bool = True
+
     def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
-        # as_embedding_model: _create_pooling_model_cls leaves the LM head out (adapters.py, 0.33.0)
-        out = [t for t in super().weight_tensors(ctx) if t.kind != "lm_head"]  # type: ignore[misc]
+        out = list(super().weight_tensors(ctx))  # type: ignore[misc]
+        if self.drops_lm_head:
+            out = [t for t in out if t.kind != "lm_head"]
         start, end = self.layer_range(ctx)  # type: ignore[attr-defined]
         if self.own_attention_scales and end > start:
             # _k_scale/_v_scale/_q_scale/_prob_scale of every (EncoderOnly)Attention
@@ -72,7 +82,9 @@ class PoolingBackbone(Adapter):
         return super().kv_cache_specs(ctx)  # type: ignore[misc]
 
     def notes(self) -> tuple[str, ...]:
-        own = ("embedding model (vLLM --runner pooling): no LM head",)
+        own: tuple[str, ...] = ()
+        if self.default_runner == "pooling":
+            own = ("embedding model (vLLM --runner pooling): no LM head",)
         if not self.is_causal():
             own += ("bidirectional attention (EncoderOnlyAttention): no KV cache, vLLM allocates "
                     "only the null block",)
@@ -85,6 +97,14 @@ class LlamaEmbedding(PoolingBackbone, Llama):
     llama.LlamaForCausalLM (0.33.0), served as an embedding model (as_embedding_model)."""
 
     architectures = ("LlamaModel", "MistralModel")
+
+    # registry.py maps the name to a *ForCausalLM class, which registry inspection finds a text-
+    # generation model, not a pooling one: vllm/config/model.py::_get_default_runner_type returns
+    # "generate" and _get_default_convert_type "none", so vLLM builds the causal class unchanged,
+    # LM head included (an untied one is held: the oracle on Mistral-7B / Qwen2.5-7B shows it);
+    # with --runner pooling it converts ("embed") and vmemplan's pipeline drops the head.
+    default_runner = None
+    drops_lm_head = False
 
 
 @register
@@ -104,6 +124,14 @@ class Qwen2Embedding(PoolingBackbone, Qwen2):
 
     architectures = ("Qwen2Model",)
 
+    # registry.py maps the name to a *ForCausalLM class, which registry inspection finds a text-
+    # generation model, not a pooling one: vllm/config/model.py::_get_default_runner_type returns
+    # "generate" and _get_default_convert_type "none", so vLLM builds the causal class unchanged,
+    # LM head included (an untied one is held: the oracle on Mistral-7B / Qwen2.5-7B shows it);
+    # with --runner pooling it converts ("embed") and vmemplan's pipeline drops the head.
+    default_runner = None
+    drops_lm_head = False
+
 
 @register
 class Gemma2Embedding(PoolingBackbone, Gemma2):
@@ -111,6 +139,14 @@ class Gemma2Embedding(PoolingBackbone, Gemma2):
     gemma2.Gemma2ForCausalLM (0.33.0); gemma2.py always builds causal Attention layers."""
 
     architectures = ("Gemma2Model",)
+
+    # registry.py maps the name to a *ForCausalLM class, which registry inspection finds a text-
+    # generation model, not a pooling one: vllm/config/model.py::_get_default_runner_type returns
+    # "generate" and _get_default_convert_type "none", so vLLM builds the causal class unchanged,
+    # LM head included (an untied one is held: the oracle on Mistral-7B / Qwen2.5-7B shows it);
+    # with --runner pooling it converts ("embed") and vmemplan's pipeline drops the head.
+    default_runner = None
+    drops_lm_head = False
     own_attention_scales = True
 
 

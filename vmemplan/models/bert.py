@@ -1,0 +1,107 @@
+"""BERT-style encoder-only embedding models (vLLM --runner pooling), which own no KV cache.
+
+Mirrors vllm/model_executor/models/bert.py (0.33.0): ``BertModel`` is served as
+``BertEmbeddingModel`` (registry.py, ``_EMBEDDING_MODELS``), ``BertForMaskedLM`` as
+``BertForMaskedLM`` (a token-level pooling model with an MLM head).  One rank holds:
+
+* ``BertEmbedding``: ``word_embeddings``, ``position_embeddings`` (max_position_embeddings rows)
+  and ``token_type_embeddings`` (type_vocab_size rows), each a ``VocabParallelEmbedding``
+  (rows padded to a multiple of 64, split over the ranks); a ``LayerNorm`` (weight and bias);
+  the ``position_ids`` buffer, ``torch.arange(max_position_embeddings).unsqueeze(0)`` (int64);
+* per ``BertLayer``: ``qkv_proj`` (QKVParallelLinear, bias; every head a KV head), the attention
+  output ``dense`` (RowParallelLinear, full-width bias) and its LayerNorm, ``intermediate.dense``
+  (ColumnParallelLinear, bias), ``output.dense`` (RowParallelLinear, bias) and its LayerNorm; the
+  ``EncoderOnlyAttention``'s four fp32 scale scalars;
+* ``BertForMaskedLM`` adds ``BertMLMHead``: ``dense`` (nn.Linear h x h, bias), ``layer_norm``,
+  ``decoder`` (nn.Linear h -> vocab_size, bias), replicated and never quantized.
+
+The pooler (``DispatchPooler.for_embedding`` / ``pooler_for_token_classify``) holds no parameters.
+Every attention layer is an ``EncoderOnlyAttention``, whose get_kv_cache_spec returns None
+(vllm/model_executor/layers/attention/encoder_only_attention.py): no KV cache, the pool holds
+only the null block.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from vmemplan.core.errors import UsageError
+from vmemplan.core.graph import GraphContext, WeightTensor
+from vmemplan.models.base import Adapter, register
+from vmemplan.models.dense import pad_vocab
+
+__all__ = ["BertEncoder"]
+
+
+@register
+class BertEncoder(Adapter):
+    """``BertModel`` / ``BertForMaskedLM`` (vllm/model_executor/models/bert.py, 0.33.0)."""
+
+    architectures = ("BertModel", "BertForMaskedLM")
+    reads_max_model_len = False
+    default_runner = "pooling"
+    #: the MLM head of BertForMaskedLM (bert.py::BertMLMHead)
+    mlm_head: bool = False
+
+    def _has_mlm_head(self) -> bool:
+        return self.mlm_head or "BertForMaskedLM" in self.config.architectures[:1]
+
+    def validate_parallel(self, ctx: GraphContext) -> None:
+        """bert.py::BertSelfAttention asserts ``total_num_heads % tp_size == 0``."""
+        heads = self.config.num_attention_heads
+        if heads % ctx.tensor_parallel_size:
+            raise UsageError(f"--tensor-parallel-size {ctx.tensor_parallel_size} does not divide the {heads} "
+                             "attention heads", hint=f"use a divisor of {heads}")
+        if ctx.pipeline_parallel_size != 1:
+            raise UsageError("BERT-style models do not support pipeline parallelism in vLLM",
+                             hint="use --pipeline-parallel-size 1")
+
+    def derived_max_model_len(self) -> int:
+        return int(self.config.max_position_embeddings)
+
+    def prefix_caching_supported(self) -> bool:
+        return False
+
+    def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
+        cfg = self.config
+        text = cfg.text
+        tp = ctx.tensor_parallel_size
+        h = cfg.hidden_size
+        n = cfg.num_hidden_layers
+        inter = cfg.intermediate_size
+        max_pos = int(cfg.max_position_embeddings)
+        type_vocab = int(text.get("type_vocab_size", 2))
+        out = [
+            WeightTensor("embeddings.word_embeddings", "embedding", pad_vocab(cfg.vocab_size) // tp, h),
+            WeightTensor("embeddings.position_embeddings", "embedding", pad_vocab(max_pos) // tp, h),
+            WeightTensor("embeddings.token_type_embeddings", "embedding", pad_vocab(type_vocab) // tp, h),
+            WeightTensor("embeddings.LayerNorm.weight+bias", "norm", h, 1, 2),
+            WeightTensor("embeddings.position_ids", "buffer", 1, max_pos, dtype="int64"),
+            WeightTensor("attention.self.qkv_proj", "linear", 3 * h // tp, h, n, True, in_features_full=h),
+            WeightTensor("attention.self.qkv_proj.bias", "bias", 3 * h // tp, 1, n),
+            WeightTensor("attention.output.dense", "linear", h, h // tp, n, True, in_features_full=h),
+            WeightTensor("attention.output.dense.bias", "bias", h, 1, n),
+            WeightTensor("intermediate.dense", "linear", inter // tp, h, n, True, in_features_full=h),
+            WeightTensor("intermediate.dense.bias", "bias", inter // tp, 1, n),
+            WeightTensor("output.dense", "linear", h, inter // tp, n, True, in_features_full=inter),
+            WeightTensor("output.dense.bias", "bias", h, 1, n),
+            WeightTensor("attention.output.LayerNorm+output.LayerNorm (weight+bias)", "norm", h, 1, 4 * n),
+            # _k_scale/_v_scale/_q_scale/_prob_scale of each EncoderOnlyAttention (an Attention)
+            WeightTensor("attention.self.attn.k/v/q/prob_scale", "buffer", 1, 1, 4 * n, dtype="float32"),
+        ]
+        if self._has_mlm_head():
+            out += [
+                WeightTensor("mlm_head.dense", "linear", h, h),
+                WeightTensor("mlm_head.dense.bias", "bias", h, 1),
+                WeightTensor("mlm_head.layer_norm.weight+bias", "norm", h, 1, 2),
+                WeightTensor("mlm_head.decoder", "linear", cfg.vocab_size, h),
+                WeightTensor("mlm_head.decoder.bias", "bias", cfg.vocab_size, 1),
+            ]
+        return out
+
+    def kv_cache_specs(self, ctx: GraphContext) -> dict[str, Any]:
+        return {}  # EncoderOnlyAttention.get_kv_cache_spec -> None for every layer
+
+    def notes(self) -> tuple[str, ...]:
+        return ("encoder-only embedding model (vLLM --runner pooling): bidirectional EncoderOnlyAttention, "
+                "no KV cache; vLLM allocates only the null block",)
