@@ -241,7 +241,7 @@ def model_graph(req: ResolvedRequest, weights_memo: dict[Any, tuple[WeightBreakd
         else:
             key = (replace(ctx, **_NOT_WEIGHTS, speculative_model_config=id(ctx.speculative_model_config)),
                    req.dtype, repr(req.quant_scheme), id(adapter), repr(req.lora), req.runner, req.cpu_offload_bytes,
-                   req.prefetch_offload, ctx.max_num_batched_tokens if adapter.weights_read_batch_tokens else None)
+                   req.prefetch_offload, (ctx.max_num_batched_tokens, ctx.max_num_seqs) if adapter.weights_read_batch_tokens else None)
             if key not in weights_memo:
                 weights_memo[key] = _stage_weights(req, ctx, draft_tensors)
             wb, eplb = weights_memo[key]

@@ -192,6 +192,14 @@ class Registry:
         return self._vllm_archs
 
     @property
+    def vllm_removed_architectures(self) -> dict[str, str]:
+        """Architectures the release's registry refuses as no longer served, with the last release
+        that served them (``_PREVIOUSLY_SUPPORTED_MODELS``, in registry/vllm_architectures.yaml)."""
+        if not hasattr(self, "_vllm_removed"):
+            self._vllm_removed = _load_vllm_removed(self.root)
+        return self._vllm_removed
+
+    @property
     def declared_architectures(self) -> dict[str, dict[str, Any]]:
         """Architectures described as a planned family plus switches and config-key renames
         (registry/architectures/*.yaml, each with the vLLM source it mirrors), read on first use;
@@ -313,6 +321,22 @@ def _load_vllm_architectures(root: Path) -> dict[str, tuple[str, ...]]:
                               + ("; " + "; ".join(errors) if errors else ""),
                               hint="regenerate it with bench/vllm_architectures/generate.py")
     return {k: tuple(v) for k, v in archs.items()}
+
+
+@_retry_uncached
+def _load_vllm_removed(root: Path) -> dict[str, str]:
+    path = root / "vllm_architectures.yaml"
+    if not path.is_file():
+        return {}
+    errors: list[str] = []
+    data = _read_yaml(path, errors)
+    removed = (data or {}).get("previously_supported") if isinstance(data, dict) else None
+    if removed is None:
+        return {}
+    if errors or not isinstance(removed, dict):
+        raise RegistryInvalid("invalid registry: vllm_architectures.yaml: previously_supported must map "
+                              "architecture -> release", hint="regenerate it with bench/vllm_architectures/generate.py")
+    return {str(k): str(v) for k, v in removed.items()}
 
 
 _DECLARED_KEYS = {"base": str, "source": str, "switches": dict, "keys": dict, "config": str}

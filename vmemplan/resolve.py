@@ -258,6 +258,10 @@ def _resolve_with(inputs: PlanInputs, *, registry: Registry, source: ModelSource
     config, adapter = parsed if parsed is not None else (None, None)
     if config is None or adapter is None:
         config = ModelConfig.from_dict(source.config)
+        from vmemplan.core.version import version_tuple_or_none
+        from vmemplan.request.architecture import refuse_removed
+
+        refuse_removed(config, registry.vllm_removed_architectures, version_tuple_or_none(version_text))
         adapter = adapter_for(config, assume=inputs.assume_family)
     # The generic fallback is a warning (its figures may be wrong); a family's notes inform.
     adapter_notes = tuple(adapter.notes())

@@ -558,6 +558,14 @@ class DeepseekV32(DeepseekMLA):
             skip = max(layer_id - offset + 1, 0) % freq != 0
         return not skip
 
+    weights_read_batch_tokens = True  # the DSA index buffers (models/dsa_buffers.py)
+
+    def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
+        from vmemplan.models.dsa_buffers import dsa_index_buffers
+
+        start, end = pp_layer_range(self.config.num_hidden_layers, ctx.pipeline_parallel_size, ctx.pipeline_rank)
+        return super().weight_tensors(ctx) + dsa_index_buffers(self, ctx, range(start, end), self.rope_cache(ctx))
+
     def extra_layer_tensors(self, n: int, ctx: GraphContext) -> list[WeightTensor]:
         q = self.q_lora_rank or self.config.hidden_size
         d, heads = self.index_head_dim, self.index_n_heads

@@ -12,7 +12,7 @@ from typing import Any
 
 from vmemplan.core.errors import UnsupportedArchitecture
 
-__all__ = ["refuse_non_decoder"]
+__all__ = ["refuse_non_decoder", "refuse_removed"]
 
 
 #: What each vLLM registry category means for a config vmemplan has no adapter for.
@@ -61,3 +61,20 @@ def refuse_non_decoder(config: Any, vllm_archs: Mapping[str, Sequence[str]]) -> 
         hint="plan a causal decoder (vmemplan models lists the families), or pass a config whose "
              "architectures name a *ForCausalLM class vmemplan or vLLM knows",
     )
+
+
+def refuse_removed(config: Any, removed: Mapping[str, str], release: tuple[int, ...] | None) -> None:
+    """vLLM's own refusal of an architecture its registry no longer serves (exit 4), for a planned
+    release after the last one that served it.  Mirrors vllm/model_executor/models/registry.py::
+    _ModelRegistry._raise_for_unsupported and ``_PREVIOUSLY_SUPPORTED_MODELS`` (0.33.0)."""
+    from vmemplan.core.version import version_tuple_or_none
+
+    for arch in config.architectures:
+        last = removed.get(arch)
+        last_t = version_tuple_or_none(last) if last else None
+        if last_t is not None and (release is None or tuple(release) > tuple(last_t)):
+            raise UnsupportedArchitecture(
+                f"Model architecture {arch} was supported in vLLM until v{last}, and is not supported anymore "
+                "(vLLM's own refusal)",
+                hint=f"vLLM {last} or older serves it (--vllm-version {last} plans for that release, if vmemplan "
+                     "has a family for it)")
