@@ -65,6 +65,9 @@ _DSA = ("the sparse-attention (DSA) index buffers allocated with the model: the 
         "(the oracle's other_device_tensors), not counted")
 
 # causes diagnosed by hand (dump_tensors.py, vLLM source), by case id prefix -> text
+_DSA_REST = ("one more int32 tensor of max_num_batched_tokens + 1 elements per index-producing layer (32,772 B at "
+             "8,192 batched tokens) among the oracle's other device tensors, not identified in vLLM's source "
+             "(models/dsa_buffers.py counts the top-k buffer and each index group's tables)")
 _FP8_KV_SCALES = ("the oracle's construction-time BaseKVCacheMethod q/k/v/prob_scale bf16 parameters, 8 B a layer, "
                   "which vLLM's process_weights_after_loading deletes (quantization/kv_cache.py) and the "
                   "meta-device oracle could not reach; vmemplan counts what a GPU holds")
@@ -95,8 +98,8 @@ MANUAL_WEIGHT_CAUSES: dict[str, str] = {
     # dump_tensors.py (tp2): W_UK_T/W_UV [16,128,512]/[16,512,128] bf16 on the 7 MLA layers (NoPE: no rope
     # cache); 7 fp32 scalars per MLA layer (_k/_v/_q/_prob_scale, _one_scale, _q/_k_scale_inv)
     "moonshotai-Kimi-Linear-": _MLA_W + "; and 28 B of fp32 scale buffers per MLA layer",
-    "deepseek-ai-DeepSeek-V3.2.": _MLA_W + "; " + _DSA,
-    "zai-org-GLM-5.": _MLA_W + "; " + _DSA,
+    "deepseek-ai-DeepSeek-V3.2.": _DSA_REST,
+    "zai-org-GLM-5.": _DSA_REST,
     # fixture largest: ffn.experts.routed_experts.w13_weight [256, 512, 2048] uint8 per layer at tp8
     "deepseek-ai-DeepSeek-V4-": (
         "routed experts priced as block-FP8 (1 B per weight) where the config's expert_dtype 'fp4' makes vLLM 0.33 "
