@@ -21,9 +21,9 @@ def _write(tmp_path: Path, **fields) -> str:
 
 
 @pytest.mark.parametrize(("fields", "said"), [
-    # BertModel / BertForMaskedLM are planned now (vmemplan/models/bert.py); RoBERTa / XLM-R are not yet
-    ({"architectures": ["RobertaForMaskedLM"], "model_type": "roberta"}, "embedding model vLLM serves with --runner pooling"),
-    ({"architectures": ["XLMRobertaModel"], "model_type": "xlm-roberta"}, "embedding model"),
+    # BERT / RoBERTa / XLM-R encoders are planned now (vmemplan/models/bert.py); GTE and Nomic are not yet
+    ({"architectures": ["GteNewModel"], "model_type": "new"}, "embedding model vLLM serves with --runner pooling"),
+    ({"architectures": ["NomicBertModel"], "model_type": "nomic_bert"}, "embedding model"),
     ({"architectures": ["XLMRobertaForSequenceClassification"], "model_type": "xlm-roberta"}, "scoring"),
     ({"architectures": ["WhisperForConditionalGeneration"], "model_type": "whisper", "is_encoder_decoder": True},
      "multimodal"),

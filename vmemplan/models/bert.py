@@ -105,3 +105,43 @@ class BertEncoder(Adapter):
     def notes(self) -> tuple[str, ...]:
         return ("encoder-only embedding model (vLLM --runner pooling): bidirectional EncoderOnlyAttention, "
                 "no KV cache; vLLM allocates only the null block",)
+
+
+@register
+class RobertaEncoder(BertEncoder):
+    """``RobertaModel``, ``RobertaForMaskedLM`` and ``XLMRobertaModel``: registry.py maps all three
+    to roberta.RobertaEmbeddingModel (0.33.0), a BertEmbeddingModel whose RobertaEmbedding holds
+    the same tables as BertEmbedding (max_position_embeddings rows, positions offset by
+    padding_idx + 1 at run time) and whose _build_model is a BertModel for
+    ``position_embedding_type: absolute`` (a rotary config builds JinaRobertaModel, not planned).
+    No MLM head: RobertaEmbeddingModel drops ``lm_head.`` weights.  ``BgeM3EmbeddingModel`` adds
+    to its pooler ``sparse_linear`` (nn.Linear h -> 1) and ``colbert_linear`` (nn.Linear h -> h),
+    both with bias, in the head dtype (vllm/config/model.py::ModelConfig.head_dtype: float32 for a
+    pooling model unless the config's ``head_dtype`` says otherwise)."""
+
+    architectures = ("RobertaModel", "RobertaForMaskedLM", "XLMRobertaModel", "BgeM3EmbeddingModel")
+
+    def _has_mlm_head(self) -> bool:
+        return False
+
+    def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
+        from vmemplan.core.errors import UnsupportedArchitecture
+
+        text = self.config.text
+        if str(text.get("position_embedding_type", "absolute")) != "absolute":
+            raise UnsupportedArchitecture(
+                f"{self.config.architectures[0]} with position_embedding_type "
+                f"{text.get('position_embedding_type')!r} is vLLM's JinaRobertaModel (rotary), which "
+                "vmemplan does not plan", hint="only absolute-position RoBERTa / XLM-R encoders are planned")
+        out = super().weight_tensors(ctx)
+        if "BgeM3EmbeddingModel" in self.config.architectures[:1]:
+            h = self.config.hidden_size
+            head = text.get("head_dtype")
+            dtype = None if head == "model" else (str(head) if isinstance(head, str) else "float32")
+            out += [
+                WeightTensor("sparse_linear", "linear", 1, h, dtype=dtype),
+                WeightTensor("sparse_linear.bias", "bias", 1, 1, dtype=dtype),
+                WeightTensor("colbert_linear", "linear", h, h, dtype=dtype),
+                WeightTensor("colbert_linear.bias", "bias", h, 1, dtype=dtype),
+            ]
+        return out
