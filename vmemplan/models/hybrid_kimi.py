@@ -136,6 +136,10 @@ class KimiLinear(HybridAdapter):
                 lin("self_attn.kv_b_proj", nh * (nope + v) // tp, lora, n_mla, in_full=lora),
                 lin("self_attn.o_proj", h, nh * v // tp, n_mla, in_full=nh * v),
             ]
+            from vmemplan.models.mla_copies import mla_decode_copies
+
+            out += mla_decode_copies(n_mla, heads_local=nh // tp, kv_lora_rank=lora, qk_nope_head_dim=nope,
+                                     v_head_dim=v)
         n_moe = sum(1 for i in rng if self.is_moe_layer(i))
         if n_moe:
             e = int(self._get("num_experts"))
@@ -171,5 +175,4 @@ class KimiLinear(HybridAdapter):
         return out
 
     def notes(self) -> tuple[str, ...]:
-        return ("MLA layers: the decode-time W_UK/W_UV copies vLLM derives from kv_b_proj are not "
-                "counted in the weights",)
+        return ()
