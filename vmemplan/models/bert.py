@@ -37,14 +37,17 @@ __all__ = ["BertEncoder"]
 class BertEncoder(Adapter):
     """``BertModel`` / ``BertForMaskedLM`` (vllm/model_executor/models/bert.py, 0.33.0)."""
 
-    architectures = ("BertModel", "BertForMaskedLM")
+    architectures = ("BertModel", "BertForMaskedLM", "BertSpladeSparseEmbeddingModel")
     reads_max_model_len = False
     default_runner = "pooling"
     #: the MLM head of BertForMaskedLM (bert.py::BertMLMHead)
     mlm_head: bool = False
 
     def _has_mlm_head(self) -> bool:
-        return self.mlm_head or "BertForMaskedLM" in self.config.architectures[:1]
+        # BertSpladeSparseEmbeddingModel builds a BertMLMHead for its SPLADESparsePooler (one is held:
+        # __init__ replaces the one _build_pooler made during BertEmbeddingModel.__init__)
+        return self.mlm_head or any(a in ("BertForMaskedLM", "BertSpladeSparseEmbeddingModel")
+                                    for a in self.config.architectures[:1])
 
     def validate_parallel(self, ctx: GraphContext) -> None:
         """bert.py::BertSelfAttention asserts ``total_num_heads % tp_size == 0``."""
