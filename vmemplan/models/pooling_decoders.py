@@ -34,6 +34,7 @@ from vmemplan.models.base import Adapter, register
 from vmemplan.models.dense import Llama, Qwen2, Qwen3
 from vmemplan.models.gemma2 import Gemma2
 from vmemplan.models.gemma3 import Gemma3
+from vmemplan.models.lfm2 import Lfm2
 
 __all__ = ["PoolingBackbone"]
 
@@ -181,3 +182,15 @@ class VoyageQwen3Embedding(PoolingBackbone, Qwen3):
             out.append(WeightTensor("linear", "linear", labels, self.config.hidden_size))  # nn.Linear: never quantized
         return out
 
+
+
+@register
+class Lfm2BidirectionalEmbedding(PoolingBackbone, Lfm2):
+    """``Lfm2BidirectionalModel`` (vllm/model_executor/models/lfm2.py, 0.33.0): the Lfm2Model
+    backbone (no LM head) with ``bidirectional=True``: its attention layers are
+    EncoderOnlyAttention and its short-conv layers ``Lfm2BidirectionalShortConv`` (the same
+    conv / in_proj / out_proj tensors, run as a non-causal convolution), no IsHybrid interface:
+    no KV cache and no conv state, the pool holds only the null block."""
+
+    architectures = ("Lfm2BidirectionalModel",)
+    causal_rule = "bidirectional"
