@@ -31,7 +31,8 @@ from typing import Any
 
 from vmemplan.core.graph import GraphContext, WeightTensor
 from vmemplan.models.base import Adapter, register
-from vmemplan.models.dense import Llama, Qwen2, Qwen3
+from vmemplan.models.deepseek import DeepseekMLA
+from vmemplan.models.dense import Llama, Qwen2, Qwen3, pp_layer_range
 from vmemplan.models.gemma2 import Gemma2
 from vmemplan.models.gemma3 import Gemma3
 from vmemplan.models.lfm2 import Lfm2
@@ -69,8 +70,8 @@ class PoolingBackbone(Adapter):
         out = list(super().weight_tensors(ctx))  # type: ignore[misc]
         if self.drops_lm_head:
             out = [t for t in out if t.kind != "lm_head"]
-        start, end = self.layer_range(ctx)  # type: ignore[attr-defined]
-        if self.own_attention_scales and end > start:
+        start, end = self.layer_range(ctx) if self.own_attention_scales else (0, 0)  # type: ignore[attr-defined]
+        if end > start:
             # _k_scale/_v_scale/_q_scale/_prob_scale of every (EncoderOnly)Attention
             # (vllm/model_executor/layers/attention/attention.py::set_default_quant_scales)
             out.append(WeightTensor("self_attn.attn.k/v/q/prob_scale", "buffer", 1, 1, 4 * (end - start),
@@ -194,3 +195,32 @@ class Lfm2BidirectionalEmbedding(PoolingBackbone, Lfm2):
 
     architectures = ("Lfm2BidirectionalModel",)
     causal_rule = "bidirectional"
+
+
+@register
+class DeepseekV3Bidirectional(PoolingBackbone, DeepseekMLA):
+    """``DeepseekV3BidirectionalModel``: registry.py maps it to deepseek_v2.DeepseekV3ForCausalLM
+    (0.33.0), a text-generation class, so vLLM's default runner is "generate" with the LM head.
+    With ``is_causal: false`` vllm/config/model.py::ModelConfig.use_mla is off ("the MLA kernels
+    only support causal attention") and deepseek_v2.py builds DeepseekV2Attention (the same
+    q_a/q_b/kv_a/kv_b/o projections, replicated q_a and kv_a) with an EncoderOnlyAttention: no
+    KV cache and no MLA decode copies (W_UK_T / W_UV)."""
+
+    architectures = ("DeepseekV3BidirectionalModel",)
+    default_runner = None
+    drops_lm_head = False
+
+    def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
+        out = super().weight_tensors(ctx)
+        if not self.is_causal():
+            out = [t for t in out if t.copy_of is None]  # the MLA-only decode copies
+            quant = self.config.quantization_config or {}
+            if str(quant.get("quant_method", "")).lower() == "fp8":
+                # An Attention under Fp8Config gets BaseKVCacheMethod.create_weights' q/k/v/prob_scale
+                # parameters (model-dtype scalars) beside the fp32 _k_scale... buffers; vLLM 0.33's
+                # own build keeps them (8 B a layer in bf16), the MLA path has none
+                start, end = pp_layer_range(self.config.num_hidden_layers, ctx.pipeline_parallel_size,
+                                            ctx.pipeline_rank)
+                if end > start:
+                    out.append(WeightTensor("self_attn.attn.q/k/v/prob_scale", "buffer", 1, 1, 4 * (end - start)))
+        return out
