@@ -30,7 +30,7 @@ MULTIMODAL = {"Qwen--Qwen3.5-27B": (1, 2, 4), "Qwen--Qwen3-VL-30B-A3B-Instruct.t
 # --runner pooling for them itself (vllm/config/model.py::_get_default_runner_type), so the oracle needs
 # no flag; the TPs to run where the default TP > 1 would not divide the heads (vmemplan/models/pooling_decoders.py)
 EMBEDDING = {"LlamaModel", "MistralModel", "Qwen2Model", "Gemma2Model", "Gemma3TextModel", "LlamaBidirectionalModel",
-             "VoyageQwen3BidirectionalEmbedModel", "Lfm2BidirectionalModel", "DeepseekV3BidirectionalModel", "BertModel", "BertForMaskedLM", "BertSpladeSparseEmbeddingModel",
+             "VoyageQwen3BidirectionalEmbedModel", "Lfm2BidirectionalModel", "DeepseekV3BidirectionalModel", "JinaEmbeddingsV5Model", "BertModel", "BertForMaskedLM", "BertSpladeSparseEmbeddingModel",
              "RobertaModel", "RobertaForMaskedLM", "XLMRobertaModel", "BgeM3EmbeddingModel", "ModernBertModel"}
 EMBEDDING_TPS = {"google--embeddinggemma-300m.transcribed": (1, 3)}
 # skip a file whose twin is a plain copy of the same checkpoint

@@ -224,3 +224,29 @@ class DeepseekV3Bidirectional(PoolingBackbone, DeepseekMLA):
                 if end > start:
                     out.append(WeightTensor("self_attn.attn.q/k/v/prob_scale", "buffer", 1, 1, 4 * (end - start)))
         return out
+
+
+class _JinaV5Encoder(PoolingBackbone, Llama):
+    """jina.py::JinaEmbeddingsV5EncoderModel: LlamaForCausalLM built without its LM head (no_init_weights
+    swaps ParallelLMHead for StageMissingLayer); config.py::JinaEmbeddingsV5ModelConfig sets
+    ``is_causal = False``, so every layer is an EncoderOnlyAttention: no KV cache."""
+
+    architectures = ("JinaEmbeddingsV5Model",)
+    causal_rule = "bidirectional"
+
+
+@register
+class JinaEmbeddingsV5(PoolingBackbone, Qwen3):
+    """``JinaEmbeddingsV5Model`` (vllm/model_executor/models/jina.py, 0.33.0): a pooling model
+    (``is_pooling_model``) that is jina.py::JinaEmbeddingsV5DecoderModel, a Qwen3ForCausalLM
+    without its LM head and with its causal KV cache (the -small checkpoints), unless the config
+    says ``is_decoder: false`` (the -nano EuroBERT encoders): then JinaEmbeddingsV5EncoderModel
+    (:class:`_JinaV5Encoder`).  The task LoRA adapters are merged into the weights at load time
+    (no extra bytes); the pooler holds no parameters."""
+
+    architectures = ("JinaEmbeddingsV5Model",)
+
+    def __new__(cls, config: Any) -> Any:
+        if cls is JinaEmbeddingsV5 and not bool(config.text.get("is_decoder", True)):
+            return _JinaV5Encoder(config)
+        return super().__new__(cls)
