@@ -366,7 +366,8 @@ class SweepEvaluator:
         from vmemplan import pipeline
         from vmemplan.resolve import resolve_with
 
-        key = tuple(sorted(inputs.model_dump(exclude=set(_BUDGET_FIELDS)).items(), key=lambda kv: kv[0]))
+        # the flags given (base and point; unset ones are the same defaults for every point)
+        key = tuple(sorted((k, getattr(inputs, k)) for k in inputs.model_fields_set if k not in _BUDGET_FIELDS))
         try:
             hash(key)
         except TypeError:  # a dict-valued flag (JSON given as a mapping): key by its text
