@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-__all__ = ["GraphContext", "WeightKind", "WeightTensor"]
+__all__ = ["GraphContext", "WeightKind", "WeightTensor", "attention_scales"]
 
 WeightKind = Literal[
     "embedding", "lm_head", "linear", "norm", "bias", "buffer", "expert", "router", "encoder"
@@ -108,3 +108,14 @@ class GraphContext:
     def expert_parallel_size(self) -> int:
         """EP width as vLLM forms it: tp × dp ranks when expert parallelism is on, else 1."""
         return self.tensor_parallel_size * self.data_parallel_size if self.enable_expert_parallel else 1
+
+
+def attention_scales(prefix: str, count: int, *, dtype: str | None = "float32") -> WeightTensor:
+    """The four scalars ``_k_scale``/``_v_scale``/``_q_scale``/``_prob_scale`` that every
+    ``Attention`` layer registers (vllm/model_executor/layers/attention/attention.py::
+    set_default_quant_scales, 0.33.0), for ``count`` such layers named ``{prefix}``.
+
+    They are fp32 buffers; under ``Fp8Config`` ``BaseKVCacheMethod.create_weights`` makes them
+    parameters in the model dtype instead (pass ``dtype=None``).
+    """
+    return WeightTensor(f"{prefix}.k/v/q/prob_scale", "buffer", 1, 1, 4 * count, dtype=dtype)

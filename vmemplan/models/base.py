@@ -16,6 +16,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -33,7 +34,55 @@ __all__ = [
     "register_generic",
     "supported_architectures",
     "rope_cache_positions",
+    "RankSpan",
+    "pad_vocab",
+    "pp_layer_range",
 ]
+
+VOCAB_PADDING = 64  # vllm/model_executor/layers/vocab_parallel_embedding.py::DEFAULT_VOCAB_PADDING_SIZE
+
+
+def pad_vocab(vocab_size: int, pad_to: int = VOCAB_PADDING) -> int:
+    """Rows of a vocab-parallel table: the vocabulary rounded up to a multiple of 64.
+
+    Mirrors vllm/model_executor/layers/vocab_parallel_embedding.py::pad_vocab_size.
+    """
+    return -(-vocab_size // pad_to) * pad_to
+
+
+def pp_layer_range(num_layers: int, pp_size: int, pp_rank: int) -> tuple[int, int]:
+    """The [start, end) layers a pipeline stage holds.
+
+    Mirrors vllm/distributed/utils.py::get_pp_indices (0.33.0) without a
+    ``VLLM_PP_LAYER_PARTITION`` override: every stage gets ``num_layers // pp`` layers and
+    each of the ``num_layers % pp`` left over goes to one stage, counting back from the
+    second-to-last (the last stage also holds the final norm and the LM head).
+    """
+    parts = [num_layers // pp_size] * pp_size
+    for i in range(2, num_layers % pp_size + 2):
+        parts[-i] += 1
+    start = sum(parts[:pp_rank])
+    return start, start + parts[pp_rank]
+
+
+@dataclass(frozen=True, slots=True)
+class RankSpan:
+    """The slice of a model one rank holds: its tensor-parallel degree, the hidden width,
+    the [start, end) layers of its pipeline stage, whether it holds the embedding (first
+    stage) and the final norm and LM head (last stage), and its rows of the vocab-parallel
+    tables.  Every family's ``weight_tensors`` starts from one (:meth:`Adapter.rank_span`)."""
+
+    tp: int
+    hidden: int
+    start: int
+    end: int
+    first: bool
+    last: bool
+    vocab_rows: int
+
+    @property
+    def layers(self) -> int:
+        return self.end - self.start
 
 class Adapter:
     """Base adapter: subclasses set ``architectures`` and ``family`` and override the methods."""
@@ -57,6 +106,20 @@ class Adapter:
     # -- shapes -------------------------------------------------------------------
     def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:  # pragma: no cover
         raise NotImplementedError
+
+    def layer_range(self, ctx: GraphContext) -> tuple[int, int]:
+        """The [start, end) decoder layers ``ctx``'s pipeline stage holds."""
+        return pp_layer_range(self.config.num_hidden_layers, ctx.pipeline_parallel_size, ctx.pipeline_rank)
+
+    def rank_span(self, ctx: GraphContext) -> RankSpan:
+        """What ``ctx``'s rank holds of the layer stack and the vocab tables."""
+        start, end = self.layer_range(ctx)
+        tp = ctx.tensor_parallel_size
+        return RankSpan(
+            tp=tp, hidden=self.config.hidden_size, start=start, end=end,
+            first=ctx.pipeline_rank == 0, last=ctx.pipeline_rank == ctx.pipeline_parallel_size - 1,
+            vocab_rows=pad_vocab(self.config.vocab_size) // tp,
+        )
 
     def kv_cache_specs(self, ctx: GraphContext) -> dict[str, Any]:  # pragma: no cover
         raise NotImplementedError

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from vmemplan.core.errors import UsageError
-from vmemplan.core.graph import GraphContext, WeightTensor
+from vmemplan.core.graph import GraphContext, WeightTensor, attention_scales
 from vmemplan.models.base import register
 from vmemplan.models.deepseek import moe_expert_tensors
 from vmemplan.models.dense import pad_vocab
@@ -87,7 +87,7 @@ class Beam(_WindowedBase):
                 WeightTensor("self_attn.o_proj", "linear", h, q_local, n, True, in_features_full=heads * hd),
                 WeightTensor("self_attn.q_norm+k_norm", "norm", hd, 1, 2 * n),
                 WeightTensor("self_attn.gate_bias", "norm", heads // tp, 1, n),
-                WeightTensor("self_attn.attn.k/v/q/prob_scale", "buffer", 1, 1, 4 * n, dtype="float32"),
+                attention_scales("self_attn.attn", n),
                 WeightTensor("4 RMSNorms", "norm", h, 1, 4 * n),
             ]
             types = self.layer_types()

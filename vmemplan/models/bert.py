@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import Any
 
 from vmemplan.core.errors import UsageError
-from vmemplan.core.graph import GraphContext, WeightTensor
+from vmemplan.core.graph import GraphContext, WeightTensor, attention_scales
 from vmemplan.models.base import Adapter, register
 from vmemplan.models.dense import pad_vocab
 
@@ -90,7 +90,7 @@ class BertEncoder(Adapter):
             WeightTensor("output.dense.bias", "bias", h, 1, n),
             WeightTensor("attention.output.LayerNorm+output.LayerNorm (weight+bias)", "norm", h, 1, 4 * n),
             # _k_scale/_v_scale/_q_scale/_prob_scale of each EncoderOnlyAttention (an Attention)
-            WeightTensor("attention.self.attn.k/v/q/prob_scale", "buffer", 1, 1, 4 * n, dtype="float32"),
+            attention_scales("attention.self.attn", n),
         ]
         if self._has_mlm_head():
             out += [

@@ -13,37 +13,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from vmemplan.core.graph import GraphContext, WeightTensor
+from vmemplan.core.graph import GraphContext, WeightTensor, attention_scales
 from vmemplan.core.kv_specs import FullAttentionSpec, SlidingWindowSpec, kv_dtype_bytes
 from vmemplan.core.units import dtype_bytes
-from vmemplan.models.base import Adapter, register, register_generic, rope_cache_positions
+from vmemplan.models.base import (  # noqa: F401 (pad_vocab, pp_layer_range: re-exported)
+    VOCAB_PADDING,
+    Adapter,
+    pad_vocab,
+    pp_layer_range,
+    register,
+    register_generic,
+    rope_cache_positions,
+)
 
 __all__ = ["LlamaLike", "Qwen2", "Qwen3", "GenericDecoder", "pad_vocab", "pp_layer_range"]
-
-VOCAB_PADDING = 64  # vllm/model_executor/layers/vocab_parallel_embedding.py::DEFAULT_VOCAB_PADDING_SIZE
-
-
-def pad_vocab(vocab_size: int, pad_to: int = VOCAB_PADDING) -> int:
-    """Rows of a vocab-parallel table: the vocabulary rounded up to a multiple of 64.
-
-    Mirrors vllm/model_executor/layers/vocab_parallel_embedding.py::pad_vocab_size.
-    """
-    return -(-vocab_size // pad_to) * pad_to
-
-
-def pp_layer_range(num_layers: int, pp_size: int, pp_rank: int) -> tuple[int, int]:
-    """The [start, end) layers a pipeline stage holds.
-
-    Mirrors vllm/distributed/utils.py::get_pp_indices (0.33.0) without a
-    ``VLLM_PP_LAYER_PARTITION`` override: every stage gets ``num_layers // pp`` layers and
-    each of the ``num_layers % pp`` left over goes to one stage, counting back from the
-    second-to-last (the last stage also holds the final norm and the LM head).
-    """
-    parts = [num_layers // pp_size] * pp_size
-    for i in range(2, num_layers % pp_size + 2):
-        parts[-i] += 1
-    start = sum(parts[:pp_rank])
-    return start, start + parts[pp_rank]
 
 
 class LlamaLike(Adapter):
@@ -163,7 +146,7 @@ class LlamaLike(Adapter):
             out += self._norm("input_layernorm+post_attention_layernorm", h, self.norms_per_layer * n)
             # each Attention layer's _k_scale/_v_scale/_q_scale/_prob_scale: four fp32 scalars
             # (vllm/model_executor/layers/attention/attention.py::set_default_quant_scales)
-            out.append(WeightTensor("self_attn.attn.k/v/q/prob_scale", "buffer", 1, 1, 4 * n, dtype="float32"))
+            out.append(attention_scales("self_attn.attn", n))
             if self.qkv_bias():
                 out.append(WeightTensor("self_attn.qkv_proj.bias", "bias", q_rows + 2 * kv_rows, 1, n))
             if self.o_bias():

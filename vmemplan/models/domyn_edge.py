@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from vmemplan.core.errors import UsageError
-from vmemplan.core.graph import GraphContext, WeightTensor
+from vmemplan.core.graph import GraphContext, WeightTensor, attention_scales
 from vmemplan.models.base import register
 from vmemplan.models.sliding import cache_config_sliding_window
 from vmemplan.models.windowed import _attention_spec, _check_heads, _int, _kv_heads, _WindowedBase
@@ -102,7 +102,7 @@ class DomynEdge(_WindowedBase):
         if n:
             out += [
                 WeightTensor("pre/post_attention_norm+pre/post_feedforward_norm", "norm", h, 1, 4 * n),
-                WeightTensor("attention.attn.k/v/q/prob_scale", "buffer", 1, 1, 4 * n, dtype="float32"),
+                attention_scales("attention.attn", n),
             ]
         rope_dims = sorted({hd for p, hd, _ in layers if p == "rope"})
         rope = text.get("rope_parameters")

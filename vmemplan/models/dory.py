@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from vmemplan.core.errors import UsageError
-from vmemplan.core.graph import GraphContext, WeightTensor
+from vmemplan.core.graph import GraphContext, WeightTensor, attention_scales
 from vmemplan.models.base import register
 from vmemplan.models.dense import pad_vocab
 from vmemplan.models.windowed import _attention_spec, _int, _rope_positions, _window, _WindowedBase
@@ -86,8 +86,7 @@ class Dory(_WindowedBase):
                 WeightTensor("mixer.o_proj", "linear", h, q, a, True, in_features_full=q),
                 WeightTensor("mixer.sqk+s_gate", "norm", q, 1, 2 * a),
                 WeightTensor("attn_alpha", "norm", h, 1, a),
-                WeightTensor("mixer.attn.k/v/q/prob_scale", "buffer", 1, 1,
-                             4 * sum(self.loops_of(i) for i in attn), dtype="float32"),
+                attention_scales("mixer.attn", sum(self.loops_of(i) for i in attn)),
             ]
             out += self._rope_tensors({types[i] for i in attn})
         if mlp:

@@ -14,10 +14,9 @@ from __future__ import annotations
 from typing import Any
 
 from vmemplan.core.errors import ModelConfigError
-from vmemplan.core.graph import GraphContext, WeightTensor
+from vmemplan.core.graph import GraphContext, WeightTensor, attention_scales
 from vmemplan.models.base import register
 from vmemplan.models.dense import pad_vocab
-from vmemplan.models.granite_hybrid import attention_scale_buffers
 from vmemplan.models.hybrid import (
     HybridAdapter,
     LayerKind,
@@ -137,7 +136,7 @@ class FalconH1(HybridAdapter):
             out += [
                 lin("self_attn.qkv_proj", q_rows + 2 * kv_rows, h, n, in_full=h),
                 lin("self_attn.o_proj", h, q_rows, n, in_full=cfg.num_attention_heads * hd),
-                attention_scale_buffers("self_attn.attn", n),
+                attention_scales("self_attn.attn", n),
             ]
             d_ssm, heads = self.d_ssm(), self._need("mamba_n_heads")
             n_groups, d_state = int(self._get("mamba_n_groups", 1)), self._need("mamba_d_state")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from vmemplan.core.graph import GraphContext, WeightTensor
+from vmemplan.core.graph import GraphContext, WeightTensor, attention_scales
 from vmemplan.models.base import register
 from vmemplan.models.windowed import (
     _attention_spec,
@@ -77,7 +77,7 @@ class Gemma2(_WindowedBase):
             if self.lists_attention_scales and not getattr(self, "own_attention_scales", False):
                 # each Attention layer's _k_scale/_v_scale/_q_scale/_prob_scale: four fp32 scalars
                 # (vllm/model_executor/layers/attention/attention.py::set_default_quant_scales)
-                out.append(WeightTensor("self_attn.attn.k/v/q/prob_scale", "buffer", 1, 1, 4 * n, dtype="float32"))
+                out.append(attention_scales("self_attn.attn", n))
         out.append(WeightTensor("model.normalizer", "buffer", 1, 1))
         return out
 

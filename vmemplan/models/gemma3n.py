@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from vmemplan.core.errors import UsageError
-from vmemplan.core.graph import GraphContext, WeightTensor
+from vmemplan.core.graph import GraphContext, WeightTensor, attention_scales
 from vmemplan.models.base import register
 from vmemplan.models.dense import pad_vocab
 from vmemplan.models.windowed import (
@@ -119,7 +119,7 @@ class Gemma3n(_WindowedBase):
                 # v_norm (has_weight=False) still keeps a plain ones tensor [hd] on the device
                 # (vllm/model_executor/layers/layernorm.py::RMSNorm.__init__)
                 WeightTensor("self_attn.q_norm+k_norm+v_norm", "norm", hd, 1, n + 2 * owning),
-                WeightTensor("self_attn.attn.k/v/q/prob_scale", "buffer", 1, 1, 4 * n, dtype="float32"),
+                attention_scales("self_attn.attn", n),
                 WeightTensor("altup.correction_coefs", "linear", a, a, n, True, in_features_full=a),
                 WeightTensor("altup.prediction_coefs", "linear", a * a, a, n, True, in_features_full=a),
                 WeightTensor("altup.modality_router", "linear", a, h, n, True, in_features_full=h),

@@ -13,7 +13,7 @@ attention has no rotary embedding unless ``position_embedding_type`` is "rope".
 from __future__ import annotations
 
 from vmemplan.core.errors import ModelConfigError
-from vmemplan.core.graph import GraphContext, WeightTensor
+from vmemplan.core.graph import GraphContext, WeightTensor, attention_scales
 from vmemplan.models.base import register, rope_cache_positions
 from vmemplan.models.dense import pad_vocab
 from vmemplan.models.hybrid import (
@@ -26,14 +26,7 @@ from vmemplan.models.hybrid import (
 )
 from vmemplan.models.hybrid_mamba import MAMBA2_CHECKPOINT_SINCE, mamba2_mixer_tensors
 
-__all__ = ["GraniteMoeHybrid", "attention_scale_buffers"]
-
-
-def attention_scale_buffers(prefix: str, count: int) -> WeightTensor:
-    """Each Attention layer's fp32 ``_k_scale``/``_v_scale``/``_q_scale``/``_prob_scale``
-    scalars (vllm/model_executor/layers/attention/attention.py::set_default_quant_scales,
-    0.33.0)."""
-    return WeightTensor(f"{prefix}.k/v/q/prob_scale", "buffer", 1, 1, 4 * count, dtype="float32")
+__all__ = ["GraniteMoeHybrid"]
 
 
 def _need(text, key: str) -> int:
@@ -134,7 +127,7 @@ class GraniteMoeHybrid(HybridAdapter):
             out += [
                 lin("self_attn.qkv_proj", q_rows + 2 * kv_rows, h, n_attn, in_full=h),
                 lin("self_attn.o_proj", h, q_rows, n_attn, in_full=h),
-                attention_scale_buffers("self_attn.attn", n_attn),
+                attention_scales("self_attn.attn", n_attn),
             ]
             if self._get("attention_bias", False):
                 out += [vec("self_attn.qkv_proj.bias", q_rows + 2 * kv_rows, n_attn, kind="bias"),

@@ -9,7 +9,7 @@ vllm/model_executor/layers/mamba/mamba_mixer2.py (MambaMixer2), 0.33.0.
 from __future__ import annotations
 
 from vmemplan.core.errors import ModelConfigError, UsageError
-from vmemplan.core.graph import GraphContext, WeightTensor
+from vmemplan.core.graph import GraphContext, WeightTensor, attention_scales
 from vmemplan.models.base import register
 from vmemplan.models.dense import pad_vocab
 from vmemplan.models.hybrid import (
@@ -168,7 +168,7 @@ class Jamba(HybridAdapter):
                 lin("attn.o_proj", h, q_rows, n_attn, in_full=cfg.num_attention_heads * hd),
                 # each Attention's _k_scale/_v_scale/_q_scale/_prob_scale: four fp32 scalars
                 # (vllm/model_executor/layers/attention/attention.py::set_default_quant_scales)
-                WeightTensor("attn.attn.k/v/q/prob_scale", "buffer", 1, 1, 4 * n_attn, dtype="float32"),
+                attention_scales("attn.attn", n_attn),
             ]
         if n_mamba:
             inner = self._inner()
@@ -338,7 +338,7 @@ class NemotronH(HybridAdapter):
             out += [
                 lin("mixer.qkv_proj", q_rows + 2 * kv_rows, h, n_attn, in_full=h),
                 lin("mixer.o_proj", h, q_rows, n_attn, in_full=cfg.num_attention_heads * hd),
-                WeightTensor("mixer.attn.k/v/q/prob_scale", "buffer", 1, 1, 4 * n_attn, dtype="float32"),
+                attention_scales("mixer.attn", n_attn),
             ]
         n_mamba = letters.count("M")
         if n_mamba:

@@ -14,7 +14,7 @@ or "full_attention"; when absent, transformers' Qwen3NextConfig makes every
 from __future__ import annotations
 
 from vmemplan.core.errors import ModelConfigError, UsageError
-from vmemplan.core.graph import GraphContext, WeightTensor
+from vmemplan.core.graph import GraphContext, WeightTensor, attention_scales
 from vmemplan.models.base import register
 from vmemplan.models.dense import pad_vocab
 from vmemplan.models.hybrid import (
@@ -174,7 +174,7 @@ class _GatedDeltaHybrid(HybridAdapter):
                 vec("self_attn.q_norm+k_norm", hd, 2 * n_attn),
                 # each Attention layer's four fp32 scale scalars
                 # (vllm/model_executor/layers/attention/attention.py::set_default_quant_scales)
-                WeightTensor("self_attn.attn.k/v/q/prob_scale", "buffer", 1, 1, 4 * n_attn, dtype="float32"),
+                attention_scales("self_attn.attn", n_attn),
             ]
             if self._t("qkv_bias", False):
                 out.append(vec("self_attn.qkv_proj.bias", q_rows + 2 * kv_rows, n_attn, kind="bias"))

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from vmemplan.core.errors import UsageError
-from vmemplan.core.graph import GraphContext, WeightTensor
+from vmemplan.core.graph import GraphContext, WeightTensor, attention_scales
 from vmemplan.core.kv_specs import FullAttentionSpec, SlidingWindowSpec, kv_dtype_bytes
 from vmemplan.core.units import dtype_bytes
 from vmemplan.models.base import register
@@ -70,8 +70,7 @@ class IQuestLoopCoder(LlamaLike):
                 WeightTensor("gate_projections.gate_proj.bias", "bias", heads, 1, n),
             ]
             if loop_num > 1:
-                out.append(WeightTensor("self_attn.attn[loop>0].k/v/q/prob_scale", "buffer", 1, 1,
-                                        4 * n * (loop_num - 1), dtype="float32"))
+                out.append(attention_scales("self_attn.attn[loop>0]", n * (loop_num - 1)))
         return out
 
     def kv_cache_specs(self, ctx: GraphContext) -> dict[str, Any]:

@@ -29,7 +29,7 @@ Every layer has an ordinary full-attention cache of ``max(1, kv/tp)`` heads of `
 
 from __future__ import annotations
 
-from vmemplan.core.graph import GraphContext, WeightTensor
+from vmemplan.core.graph import GraphContext, WeightTensor, attention_scales
 from vmemplan.models.base import register, rope_cache_positions
 from vmemplan.models.deepseek import moe_expert_tensors, shared_expert_tensors
 from vmemplan.models.dense import LlamaLike, pad_vocab
@@ -90,7 +90,7 @@ class K2Horizon(LlamaLike):
             out += [WeightTensor("self_attn.q_norm", "norm", q, 1, n), WeightTensor("self_attn.k_norm", "norm", kv, 1, n)]
         if text.get("attention_gate_func") is not None:
             out.append(WeightTensor("self_attn.gate_proj", "linear", q, h, n, True, in_features_full=h))
-        out.append(WeightTensor("self_attn.attn.k/v/q/prob_scale", "buffer", 1, 1, 4 * n, dtype="float32"))
+        out.append(attention_scales("self_attn.attn", n))
         return out
 
     def _moe(self, n: int, ctx: GraphContext) -> list[WeightTensor]:

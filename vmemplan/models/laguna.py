@@ -32,7 +32,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from vmemplan.core.errors import UsageError
-from vmemplan.core.graph import GraphContext, WeightTensor
+from vmemplan.core.graph import GraphContext, WeightTensor, attention_scales
 from vmemplan.models.base import register
 from vmemplan.models.dense import pad_vocab
 from vmemplan.models.moe import MoEDecoder, _int
@@ -213,7 +213,7 @@ class Laguna(MoEDecoder):
             out += [
                 WeightTensor("self_attn.q_norm+k_norm", "norm", hd, 1, 2 * n),
                 WeightTensor("input_layernorm+post_attention_layernorm", "norm", h, 1, 2 * n),
-                WeightTensor("self_attn.attn.k/v/q/prob_scale", "buffer", 1, 1, 4 * n, dtype="float32"),
+                attention_scales("self_attn.attn", n),
             ]
             out += compressed_tensors_attention_tensors(cfg, n, kv_heads)
         dense = sum(1 for i in range(start, end) if not self.is_moe_layer(i))

@@ -13,10 +13,9 @@ checkpoint page).  ``layer_types`` lists "conv" / "full_attention".
 from __future__ import annotations
 
 from vmemplan.core.errors import ModelConfigError
-from vmemplan.core.graph import GraphContext, WeightTensor
+from vmemplan.core.graph import GraphContext, WeightTensor, attention_scales
 from vmemplan.models.base import register
 from vmemplan.models.dense import pad_vocab
-from vmemplan.models.granite_hybrid import attention_scale_buffers
 from vmemplan.models.hybrid import HybridAdapter, LayerKind, StateTensor, _divide, state_dtypes
 
 __all__ = ["Lfm2", "lfm2_ff_dim"]
@@ -124,7 +123,7 @@ class Lfm2(HybridAdapter):
                 lin("self_attn.qkv_proj", q_rows + 2 * kv_rows, h, n_attn, in_full=h),
                 lin("self_attn.out_proj", h, q_rows, n_attn, in_full=cfg.num_attention_heads * hd),
                 vec("self_attn.q_layernorm+k_layernorm", hd, 2 * n_attn),
-                attention_scale_buffers("self_attn.attn", n_attn),
+                attention_scales("self_attn.attn", n_attn),
                 # one shared rotary cos/sin cache (get_rope), max_position_embeddings x head_dim
                 WeightTensor("rotary_emb.cos_sin_cache", "buffer", cfg.max_position_embeddings, hd),
             ]

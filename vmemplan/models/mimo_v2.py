@@ -36,7 +36,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from vmemplan.core.errors import UsageError
-from vmemplan.core.graph import GraphContext, WeightTensor
+from vmemplan.core.graph import GraphContext, WeightTensor, attention_scales
 from vmemplan.core.kv_specs import FullAttentionSpec, SlidingWindowSpec, kv_dtype_bytes
 from vmemplan.core.units import dtype_bytes
 from vmemplan.models.base import register
@@ -172,7 +172,7 @@ class MiMoV2(MoEDecoder):
             WeightTensor(f"self_attn.o_proj{tag}", "linear", h, heads // tp * vhd, n, True,
                          in_features_full=heads * vhd),
             # Attention's _k_scale/_v_scale/_q_scale/_prob_scale: four fp32 scalars
-            WeightTensor(f"self_attn.attn{tag}.k/v/q/prob_scale", "buffer", 1, 1, 4 * n, dtype="float32"),
+            attention_scales(f"self_attn.attn{tag}", n),
         ]
         if self.qkv_bias():
             out.append(WeightTensor(f"self_attn.qkv_proj{tag}.bias", "bias", qkv.rows, 1, n))

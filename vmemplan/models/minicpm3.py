@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from vmemplan.core.errors import UsageError
-from vmemplan.core.graph import GraphContext, WeightTensor
+from vmemplan.core.graph import GraphContext, WeightTensor, attention_scales
 from vmemplan.core.kv_specs import FullAttentionSpec, kv_dtype_bytes
 from vmemplan.core.units import dtype_bytes
 from vmemplan.models.base import register, rope_cache_positions
@@ -97,7 +97,7 @@ class MiniCPM3(LlamaLike):
                 WeightTensor("self_attn.kv_b_proj", "linear", hl * (nope + v), kv_lora, n, True,
                              in_features_full=kv_lora),
                 WeightTensor("self_attn.o_proj", "linear", h, hl * v, n, True, in_features_full=heads * v),
-                WeightTensor("self_attn.attn.k/v/q/prob_scale", "buffer", 1, 1, 4 * n, dtype="float32"),
+                attention_scales("self_attn.attn", n),
                 WeightTensor("mlp.gate_up_proj", "linear", 2 * inter // tp, h, n, True, in_features_full=h),
                 WeightTensor("mlp.down_proj", "linear", h, inter // tp, n, True, in_features_full=inter),
                 WeightTensor("input_layernorm+post_attention_layernorm", "norm", h, 1, 2 * n),

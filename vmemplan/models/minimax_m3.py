@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from vmemplan.core.errors import UsageError
-from vmemplan.core.graph import GraphContext, WeightTensor
+from vmemplan.core.graph import GraphContext, WeightTensor, attention_scales
 from vmemplan.core.kv_specs import MLAAttentionSpec
 from vmemplan.models.base import register
 from vmemplan.models.deepseek import moe_expert_tensors, shared_expert_tensors
@@ -118,7 +118,7 @@ class MiniMaxM3(_WindowedBase):
                 WeightTensor("self_attn.o_proj", "linear", h, q_local, n, True,
                              in_features_full=cfg.num_attention_heads * hd),
                 WeightTensor("self_attn.q_norm+k_norm", "norm", hd, 1, 2 * n),
-                WeightTensor("self_attn.k/v/q/prob_scale", "buffer", 1, 1, 4 * n, dtype="float32"),
+                attention_scales("self_attn", n),
                 WeightTensor("input_layernorm+post_attention_layernorm", "norm", h, 1, 2 * n),
                 WeightTensor("rotary_emb.cos_sin_cache", "buffer", cfg.max_position_embeddings, self._rotary_dim()),
             ]

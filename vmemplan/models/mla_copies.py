@@ -13,7 +13,7 @@
 
 from __future__ import annotations
 
-from vmemplan.core.graph import WeightTensor
+from vmemplan.core.graph import WeightTensor, attention_scales
 
 __all__ = ["mla_decode_copies"]
 
@@ -26,5 +26,5 @@ def mla_decode_copies(n: int, *, heads_local: int, kv_lora_rank: int, qk_nope_he
         WeightTensor("self_attn.mla_attn.W_UK_T", "buffer", heads_local * qk_nope_head_dim, kv_lora_rank, n,
                      copy_of=source),
         WeightTensor("self_attn.mla_attn.W_UV", "buffer", heads_local * kv_lora_rank, v_head_dim, n, copy_of=source),
-        WeightTensor("self_attn.mla_attn.k/v/q/prob_scale", "buffer", 1, 1, 4 * n, dtype="float32"),
+        attention_scales("self_attn.mla_attn", n),
     ]

@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from vmemplan.core.errors import UsageError
-from vmemplan.core.graph import GraphContext, WeightTensor
+from vmemplan.core.graph import GraphContext, WeightTensor, attention_scales
 from vmemplan.models.base import Adapter, register
 from vmemplan.models.dense import pad_vocab
 
@@ -91,7 +91,7 @@ class ModernBert(Adapter):
             WeightTensor("layers.mlp.Wo", "linear", h, inter // tp, n, True, in_features_full=inter),
             # attn_norm on every layer but the first (an Identity there), mlp_norm on every layer, final_norm
             WeightTensor("attn_norm+mlp_norm+final_norm", "norm", h, 1, norm_parts * ((n - 1) + n + 1)),
-            WeightTensor("layers.attn.attn.k/v/q/prob_scale", "buffer", 1, 1, 4 * n, dtype="float32"),
+            attention_scales("layers.attn.attn", n),
         ]
         if text.get("attention_bias", False):
             out += [WeightTensor("layers.attn.Wqkv.bias", "bias", 3 * h // tp, 1, n),

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from vmemplan.core.graph import GraphContext, WeightTensor
+from vmemplan.core.graph import GraphContext, WeightTensor, attention_scales
 from vmemplan.models.base import register
 from vmemplan.models.dense import pad_vocab
 from vmemplan.models.windowed import (
@@ -71,7 +71,7 @@ class MuseGlimmer(_WindowedBase):
             q_local = cfg.num_attention_heads // tp * cfg.head_dim
             out += [
                 WeightTensor("self_attn.output_gate_proj", "linear", q_local, h, n, True, in_features_full=h),
-                WeightTensor("self_attn.attn.k/v/q/prob_scale", "buffer", 1, 1, 4 * n, dtype="float32"),
+                attention_scales("self_attn.attn", n),
                 WeightTensor("4 MuseGlimmerRMSNorms", "norm", h, 1, 4 * n),
             ]
             if any(self._uses_rope(i) for i in range(start, end)):

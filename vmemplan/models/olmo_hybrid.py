@@ -11,10 +11,9 @@ a prefill-checkpoint page.
 from __future__ import annotations
 
 from vmemplan.core.errors import ModelConfigError
-from vmemplan.core.graph import GraphContext, WeightTensor
+from vmemplan.core.graph import GraphContext, WeightTensor, attention_scales
 from vmemplan.models.base import register
 from vmemplan.models.dense import pad_vocab
-from vmemplan.models.granite_hybrid import attention_scale_buffers
 from vmemplan.models.hybrid import HybridAdapter, LayerKind, StateTensor, gdn_state, state_dtypes
 
 __all__ = ["OlmoHybrid"]
@@ -112,7 +111,7 @@ class OlmoHybrid(HybridAdapter):
                 # q/k norms span every head (applied after an all-gather)
                 vec("self_attn.q_norm", h, n_attn),
                 vec("self_attn.k_norm", self._kv_total() * hd, n_attn),
-                attention_scale_buffers("self_attn.attn", n_attn),
+                attention_scales("self_attn.attn", n_attn),
                 vec("post_attention_layernorm+post_feedforward_layernorm", h, 2 * n_attn),
             ]
             if self._uses_rope():

@@ -39,7 +39,7 @@ from __future__ import annotations
 from typing import Any
 
 from vmemplan.core.errors import UsageError
-from vmemplan.core.graph import GraphContext, WeightTensor
+from vmemplan.core.graph import GraphContext, WeightTensor, attention_scales
 from vmemplan.core.kv_specs import FullAttentionSpec, kv_dtype_bytes
 from vmemplan.core.units import dtype_bytes
 from vmemplan.models.base import Adapter, register
@@ -129,7 +129,7 @@ class OpenPanguMoE(DeepseekMLA):
                 # a new tensor (the sink value is the parameter itself)
                 WeightTensor("self_attn.attn.sink_key", "buffer", sinks * kv, hd, n, dtype=dtype),
             ]
-        out.append(WeightTensor("self_attn.attn.k/v/q/prob_scale", "buffer", 1, 1, 4 * n, dtype="float32"))
+        out.append(attention_scales("self_attn.attn", n))
         return out
 
     def is_moe_layer(self, index: int) -> bool:

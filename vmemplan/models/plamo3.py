@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from vmemplan.core.graph import GraphContext, WeightTensor
+from vmemplan.core.graph import GraphContext, WeightTensor, attention_scales
 from vmemplan.models.base import register
 from vmemplan.models.gemma2 import Gemma2
 from vmemplan.models.windowed import _attention_spec, _int, _kv_heads
@@ -99,7 +99,7 @@ class Plamo3(Gemma2):
             out += [
                 WeightTensor("pre/post_mixer_norm+pre/post_mlp_norm", "norm", cfg.hidden_size, 1, 4 * n),
                 WeightTensor("mixer.q_norm+k_norm", "norm", cfg.head_dim, 1, 2 * n),
-                WeightTensor("mixer.attn.k/v/q/prob_scale", "buffer", 1, 1, 4 * n, dtype="float32"),
+                attention_scales("mixer.attn", n),
             ]
             out += self._rope_tensors(ctx)
         return out

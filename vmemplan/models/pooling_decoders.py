@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from vmemplan.core.graph import GraphContext, WeightTensor
+from vmemplan.core.graph import GraphContext, WeightTensor, attention_scales
 from vmemplan.models.base import Adapter, register
 from vmemplan.models.deepseek import DeepseekMLA
 from vmemplan.models.dense import Llama, Qwen2, Qwen3, pp_layer_range
@@ -74,8 +74,7 @@ class PoolingBackbone(Adapter):
         if end > start:
             # _k_scale/_v_scale/_q_scale/_prob_scale of every (EncoderOnly)Attention
             # (vllm/model_executor/layers/attention/attention.py::set_default_quant_scales)
-            out.append(WeightTensor("self_attn.attn.k/v/q/prob_scale", "buffer", 1, 1, 4 * (end - start),
-                                    dtype="float32"))
+            out.append(attention_scales("self_attn.attn", (end - start)))
         return out
 
     def kv_cache_specs(self, ctx: GraphContext) -> dict[str, Any]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from vmemplan.core.graph import GraphContext, WeightTensor
+from vmemplan.core.graph import GraphContext, WeightTensor, attention_scales
 from vmemplan.models.base import register
 from vmemplan.models.gemma2 import Gemma2
 from vmemplan.models.windowed import _attention_spec, _int, _kv_heads, _window
@@ -84,8 +84,7 @@ class Rnj1(Gemma2):
         start, end = self.layer_range(ctx)
         if end > start:
             # each Attention layer's _k_scale/_v_scale/_q_scale/_prob_scale: four fp32 scalars
-            out.append(WeightTensor("self_attn.attn.k/v/q/prob_scale", "buffer", 1, 1, 4 * (end - start),
-                                    dtype="float32"))
+            out.append(attention_scales("self_attn.attn", (end - start)))
         return out
 
     def kv_cache_specs(self, ctx: GraphContext) -> dict[str, Any]:

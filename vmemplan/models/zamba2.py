@@ -14,10 +14,9 @@ from __future__ import annotations
 from typing import Any
 
 from vmemplan.core.errors import ModelConfigError
-from vmemplan.core.graph import GraphContext, WeightTensor
+from vmemplan.core.graph import GraphContext, WeightTensor, attention_scales
 from vmemplan.models.base import register, rope_cache_positions
 from vmemplan.models.dense import pad_vocab
-from vmemplan.models.granite_hybrid import attention_scale_buffers
 from vmemplan.models.hybrid import HybridAdapter, LayerKind, StateTensor, _divide, mamba2_state, state_dtypes
 from vmemplan.models.hybrid_mamba import MAMBA2_CHECKPOINT_SINCE, mamba2_mixer_tensors
 
@@ -165,7 +164,7 @@ class Zamba2(HybridAdapter):
                 vec("shared.pre_ff_layernorm", h, m),
                 # one per use: its Attention's scales, MLP LoRA (A gathers, B column-split),
                 # and the hybrid layer's ReplicatedLinear
-                attention_scale_buffers("model.attn", n_h),
+                attention_scales("model.attn", n_h),
                 lin("feed_forward.gate_up_proj_adapter.A", rank // tp, h, n_h, in_full=h),
                 lin("feed_forward.gate_up_proj_adapter.B", 2 * inter // tp, rank, n_h, in_full=rank),
                 lin("linear", h, h, n_h, in_full=h),
