@@ -366,7 +366,7 @@ def _activation(req: ResolvedRequest, graph: ModelGraph, prov: list[Provenance])
         # logits over the vocabulary; the largest pooling output is a vector per token, held in
         # fp32 after normalisation.  Estimated as batched tokens x hidden x (dtype + 4) bytes.
         pooler = profile_tokens * cfg.hidden_size * (width + 4)
-        activation = activation.model_copy(update={
+        activation = replace(activation, **{
             "sampler_bytes": 0,
             "peak_bytes": max(activation.forward_bytes + activation.extra_model_bytes, pooler),
             "source": activation.source + "; pooling runner: the pooler replaces the sampler pass "
@@ -377,7 +377,7 @@ def _activation(req: ResolvedRequest, graph: ModelGraph, prov: list[Provenance])
     if mm is not None:
         from vmemplan.laws.multimodal import profile_peak_bytes
 
-        activation = activation.model_copy(update={
+        activation = replace(activation, **{
             "peak_bytes": profile_peak_bytes(activation.peak_bytes, mm),
             "forward_bytes": profile_peak_bytes(activation.forward_bytes, mm)})
         prov.append(Provenance("activation_peak_bytes.multimodal", mm.encoder_activation_bytes + mm.encoder_cache_bytes,

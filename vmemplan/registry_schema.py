@@ -69,7 +69,7 @@ def _memo(fn: Any) -> Any:
 class Constant(_Strict):
     """One registry number with its provenance."""
 
-    value: float
+    value: float = Field(ge=0)  # every cost-model constant is a count or a size
     source: str = Field(min_length=1)
     obtained: str = Field(min_length=1)
     vllm_version: str = Field(min_length=1)

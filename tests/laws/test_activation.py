@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -28,7 +30,7 @@ C033 = ActivationConstants(
     sampler_fp32_copies=3,
 )
 # The 0.11-era native torch-sort sampler (9 fp32 copies).
-C011 = C033.model_copy(update={"era": "test-0.11", "sampler_path": "native_sort", "sampler_fp32_copies": 9})
+C011 = replace(C033, **{"era": "test-0.11", "sampler_path": "native_sort", "sampler_fp32_copies": 9})
 
 LLAMA8B = dict(
     family="dense", hidden_size=4096, num_attention_heads=32, head_dim=128,
@@ -98,7 +100,7 @@ def test_moe_modular_unchunked_by_hand():
 def test_moe_fused_experts_impl_by_hand():
     """0.10-0.16 (fused_experts_impl, in place): cache13 8192*8*max(1536, 2048) + cache2 8192*8*768
     = 184,549,376 el = 369,098,752 B; + router 2,097,152 + top-k 786,432 + hidden 100,663,296."""
-    c = C033.model_copy(update={"moe_workspace_layout": "fused_experts_impl", "moe_chunk_tokens": 16384})
+    c = replace(C033, **{"moe_workspace_layout": "fused_experts_impl", "moe_chunk_tokens": 16384})
     fwd, _ = moe_forward_bytes(QWEN3_30B, tokens=8192, dtype_bytes=2, constants=c)
     assert fwd == 369_098_752 + 2_097_152 + 786_432 + 100_663_296
 
@@ -107,14 +109,14 @@ def test_moe_modular_chunked_keeps_output_apart():
     """T = 32768 over 16384-token chunks: workspace13 16384*8*2048 plus the separate 32768*2048 output,
     workspace2 16384*8*2048 -> 603,979,776 el = 1,207,959,552 B; router 8,388,608; top-k 3,145,728;
     hidden 402,653,184.  Total 1,622,147,072 B."""
-    c = C033.model_copy(update={"moe_chunk_tokens": 16384})
+    c = replace(C033, **{"moe_chunk_tokens": 16384})
     fwd, _ = moe_forward_bytes(QWEN3_30B, tokens=32768, dtype_bytes=2, constants=c)
     assert fwd == 1_622_147_072
 
 
 def test_moe_adjacent_layouts_within_2x():
     """The two workspace layouts never differ by 2x for the same model and tokens."""
-    impl = C033.model_copy(update={"moe_workspace_layout": "fused_experts_impl", "moe_chunk_tokens": 16384})
+    impl = replace(C033, **{"moe_workspace_layout": "fused_experts_impl", "moe_chunk_tokens": 16384})
     for shape in (QWEN3_30B, MoeShape(hidden_size=2880, num_experts=32, top_k=4, expert_intermediate=2880),
                   MoeShape(hidden_size=4096, num_experts=8, top_k=2, expert_intermediate=14336 // 2)):
         for t in (256, 2048, 8192, 16384):

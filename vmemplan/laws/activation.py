@@ -24,9 +24,8 @@ how each was obtained.  Everything here is pure integer arithmetic.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
     "ActivationConstants",
@@ -42,7 +41,8 @@ __all__ = [
 _FP32_BYTES = 4
 
 
-class ActivationConstants(BaseModel):
+@dataclass(frozen=True, kw_only=True)
+class ActivationConstants:
     """The activation constants of one vLLM release era, resolved from the registry.
 
     ``dense_hidden_buffers`` / ``dense_intermediate_buffers``: tensors of ``hidden`` and of
@@ -55,23 +55,20 @@ class ActivationConstants(BaseModel):
     the logits in the model dtype.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
     era: str
-    vllm_version: str = Field(description="the vLLM release the constants were calibrated against")
-    dense_hidden_buffers: float = Field(ge=0)
-    dense_intermediate_buffers: float = Field(ge=0)
+    vllm_version: str  # the vLLM release the constants were calibrated against
+    dense_hidden_buffers: float
+    dense_intermediate_buffers: float
     moe_workspace_layout: Literal["fused_experts_impl", "modular"] = "modular"
-    moe_chunk_tokens: int = Field(default=0, ge=0)
-    floor_bytes: int = Field(ge=0)
+    moe_chunk_tokens: int = 0
+    floor_bytes: int
     sampler_path: str
-    sampler_fp32_copies: float = Field(ge=0)
+    sampler_fp32_copies: float
 
 
-class ActivationEstimate(BaseModel):
+@dataclass(frozen=True, kw_only=True)
+class ActivationEstimate:
     """The estimated profile-run peak, split into its two phases."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     forward_bytes: int
     extra_model_bytes: int
@@ -81,7 +78,8 @@ class ActivationEstimate(BaseModel):
     source: str
 
 
-class MoeShape(BaseModel):
+@dataclass(frozen=True, kw_only=True)
+class MoeShape:
     """The shapes of one rank's MoE layers that size the fused-MoE call's buffers.
 
     ``expert_intermediate`` / ``shared_intermediate`` / ``dense_intermediate`` are per rank
@@ -90,14 +88,12 @@ class MoeShape(BaseModel):
     is a MoE layer.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    hidden_size: int = Field(ge=1)
-    num_experts: int = Field(ge=1)
-    top_k: int = Field(ge=1)
-    expert_intermediate: int = Field(ge=1)
-    shared_intermediate: int = Field(default=0, ge=0)
-    dense_intermediate: int = Field(default=0, ge=0)
+    hidden_size: int
+    num_experts: int
+    top_k: int
+    expert_intermediate: int
+    shared_intermediate: int = 0
+    dense_intermediate: int = 0
 
 
 def _first_int(cfg: Any, *keys: str) -> int | None:

@@ -19,9 +19,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Literal
-
-from pydantic import BaseModel, ConfigDict, Field
 
 from vmemplan.core.errors import RegistryInvalid, UsageError
 
@@ -53,55 +52,50 @@ def _lookup_by_key_at_most(table: Mapping[int, float], key: int) -> float:
 # --------------------------------------------------------------------------- resolved constants
 
 
-class CudaGraphFamily(BaseModel):
+@dataclass(frozen=True, kw_only=True)
+class CudaGraphFamily:
     """Cost of one capture family: the first (largest) capture and each later one."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    floor_bytes: int = Field(ge=0)
-    per_token_hidden_layer_bytes: float = Field(ge=0)
-    per_graph_bytes: int = Field(ge=0)
+    floor_bytes: int
+    per_token_hidden_layer_bytes: float
+    per_graph_bytes: int
 
 
-class CudaGraphConstants(BaseModel):
+@dataclass(frozen=True, kw_only=True)
+class CudaGraphConstants:
     """Flat figures per mode, and optional per-family costs (keys ``piecewise`` and ``full``)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     vllm_version: str
     flat_bytes_by_mode: dict[str, int]
     families: dict[str, CudaGraphFamily] | None = None
 
 
-class PreBudgetConstants(BaseModel):
+@dataclass(frozen=True, kw_only=True)
+class PreBudgetConstants:
     """What is held before vLLM reads its memory snapshot."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
     vllm_version: str
-    cuda_context_bytes: int = Field(ge=0)
-    workspace_bytes: int = Field(ge=0)
+    cuda_context_bytes: int
+    workspace_bytes: int
     communicator_bytes_by_world_size: dict[int, int]
 
 
-class NonTorchConstants(BaseModel):
+@dataclass(frozen=True, kw_only=True)
+class NonTorchConstants:
     """Non-torch growth inside the budget for one era."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     era: str
     vllm_version: str
-    base_bytes: int = Field(ge=0)
+    base_bytes: int
     communicator_bytes_by_world_size: dict[int, int]
 
 
 # --------------------------------------------------------------------------- results
 
 
-class CudaGraphEstimate(BaseModel):
+@dataclass(frozen=True, kw_only=True)
+class CudaGraphEstimate:
     """The CUDA-graph figure and how it was reached."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     mode: str
     total_bytes: int
@@ -112,10 +106,9 @@ class CudaGraphEstimate(BaseModel):
     method: Literal["none", "per_family", "flat"]
 
 
-class PreBudget(BaseModel):
+@dataclass(frozen=True, kw_only=True)
+class PreBudget:
     """Memory taken before the utilization budget is measured (outside it)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     communicator_bytes: int
     cuda_context_bytes: int
