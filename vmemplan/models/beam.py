@@ -10,8 +10,7 @@ from vmemplan.core.errors import UsageError
 from vmemplan.core.graph import GraphContext, WeightTensor, attention_scales
 from vmemplan.models.base import register
 from vmemplan.models.deepseek import moe_expert_tensors
-from vmemplan.models.dense import pad_vocab
-from vmemplan.models.windowed import _attention_spec, _check_heads, _int, _kv_heads, _rope_positions, _WindowedBase
+from vmemplan.models.windowed import _int, _kv_heads, _rope_positions, _WindowedBase
 
 __all__ = ["Beam"]
 
@@ -53,27 +52,21 @@ class Beam(_WindowedBase):
         return isinstance(kinds, list) and index < len(kinds) and kinds[index] == "dense"
 
     def validate_parallel(self, ctx: GraphContext) -> None:
-        cfg = self.config
-        _check_heads(cfg.num_attention_heads, cfg.num_key_value_heads, ctx.tensor_parallel_size)
-        if cfg.text.get("tie_word_embeddings"):
+        super().validate_parallel(ctx)
+        if self.config.text.get("tie_word_embeddings"):
             raise UsageError("vLLM's Beam requires tie_word_embeddings=False", hint="check the config")
 
     def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
         cfg = self.config
         text = cfg.text
-        tp = ctx.tensor_parallel_size
-        h = cfg.hidden_size
+        span = self.rank_span(ctx)
+        tp, h, start, end, n = span.tp, span.hidden, span.start, span.end, span.layers
         hd = self._head_dim()
         heads, kv = cfg.num_attention_heads, cfg.num_key_value_heads
         q_local = heads // tp * hd
         kv_local = _kv_heads(kv, tp) * hd
-        start, end = self.layer_range(ctx)
-        n = end - start
-        first, last = self._stage_flags(ctx)
-        rows = pad_vocab(cfg.vocab_size) // tp
-        out: list[WeightTensor] = []
-        if first:
-            out.append(WeightTensor("model.embed_tokens", "embedding", rows, h))
+        # embed_tokens on the first stage, the final norm and the untied lm_head on the last
+        out = self._embedding_and_head(ctx, tied=False)
         if n:
             if kv >= tp:  # use_merged_qkv_gate: q, k, v and gate split evenly by TP
                 out.append(WeightTensor("self_attn.qkv_gate_proj", "linear", (2 * heads + 2 * kv) * hd // tp, h, n,
@@ -108,23 +101,14 @@ class Beam(_WindowedBase):
                 ]
                 out += moe_expert_tensors("mlp.experts", num_experts=experts, hidden=h,
                                           inter=_int(text, "moe_intermediate_size"), num_layers=moe, ctx=ctx)
-        if last:
-            out += [WeightTensor("model.norm", "norm", h, 1), WeightTensor("lm_head", "lm_head", rows, h)]
         return out
 
     def kv_cache_specs(self, ctx: GraphContext) -> dict[str, Any]:
         cfg = self.config
         w = cfg.text.get("sliding_window")
         window = int(w) if isinstance(w, int) and w > 0 else None
-        types = self.layer_types()
-        heads = _kv_heads(cfg.num_key_value_heads, ctx.tensor_parallel_size)
-        start, end = self.layer_range(ctx)
-        return {
-            f"model.layers.{i}.self_attn.attn": _attention_spec(
-                ctx, num_kv_heads=heads, head_size=self._head_dim(),
-                window=window if types[i] == "sliding_attention" else None)
-            for i in range(start, end)
-        }
+        return self._window_specs(ctx, self.layer_types(), window=window,
+                                  shape=lambda i: (self._head_dim(), cfg.num_key_value_heads))
 
     def notes(self) -> tuple[str, ...]:
         types = self.layer_types()

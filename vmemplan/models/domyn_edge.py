@@ -11,7 +11,7 @@ from vmemplan.core.errors import UsageError
 from vmemplan.core.graph import GraphContext, WeightTensor, attention_scales
 from vmemplan.models.base import register
 from vmemplan.models.sliding import cache_config_sliding_window
-from vmemplan.models.windowed import _attention_spec, _check_heads, _int, _kv_heads, _WindowedBase
+from vmemplan.models.windowed import _attention_spec, _int, _kv_heads, _WindowedBase
 
 __all__ = ["DomynEdge", "domyn_layers"]
 
@@ -77,10 +77,6 @@ class DomynEdge(_WindowedBase):
     architectures = ("DomynEdgeForCausalLM",)
     modules_on_every_stage = False
     reads_max_model_len = False
-
-    def validate_parallel(self, ctx: GraphContext) -> None:
-        cfg = self.config
-        _check_heads(cfg.num_attention_heads, cfg.num_key_value_heads, ctx.tensor_parallel_size)
 
     def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
         cfg = self.config

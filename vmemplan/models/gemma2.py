@@ -8,15 +8,7 @@ from typing import Any
 
 from vmemplan.core.graph import GraphContext, WeightTensor, attention_scales
 from vmemplan.models.base import register
-from vmemplan.models.windowed import (
-    _attention_spec,
-    _check_heads,
-    _kv_heads,
-    _rope_positions,
-    _window,
-    _WindowedBase,
-    gemma_layer_types,
-)
+from vmemplan.models.windowed import _rope_positions, _window, _WindowedBase, gemma_layer_types
 
 __all__ = ["Gemma2"]
 
@@ -38,16 +30,11 @@ class Gemma2(_WindowedBase):
     default_pattern = 2
     qk_norm = False
     no_head_module = True
-    #: whether Gemma2.weight_tensors lists each Attention layer's four fp32 scale scalars
-    #: (subclasses that list them themselves turn it off)
-    lists_attention_scales = True
+    #: the layer type that gets the ``sliding_window`` window (RNJ-1: ``chunked_attention``)
+    window_layer_type = "sliding_attention"
 
     def layer_types(self) -> list[str]:
         return gemma_layer_types(self.config.text, default_pattern=self.default_pattern)
-
-    def validate_parallel(self, ctx: GraphContext) -> None:
-        cfg = self.config
-        _check_heads(cfg.num_attention_heads, cfg.num_key_value_heads, ctx.tensor_parallel_size)
 
     def _tied(self) -> bool:
         return bool(self.config.text.get("tie_word_embeddings", True))
@@ -74,7 +61,7 @@ class Gemma2(_WindowedBase):
             if self.qk_norm:
                 out.append(WeightTensor("self_attn.q_norm+k_norm", "norm", cfg.head_dim, 1, 2 * n))
             out += self.rope_tensors()
-            if self.lists_attention_scales and not getattr(self, "own_attention_scales", False):
+            if not getattr(self, "own_attention_scales", False):  # pooling_decoders lists its own
                 # each Attention layer's _k_scale/_v_scale/_q_scale/_prob_scale: four fp32 scalars
                 # (vllm/model_executor/layers/attention/attention.py::set_default_quant_scales)
                 out.append(attention_scales("self_attn.attn", n))
@@ -84,17 +71,8 @@ class Gemma2(_WindowedBase):
     def kv_cache_specs(self, ctx: GraphContext) -> dict[str, Any]:
         """One spec per layer: ``SlidingWindowSpec(sliding_window)`` on window layers,
         ``FullAttentionSpec`` on global ones, per-rank KV heads ``max(1, KV // tp)``."""
-        cfg = self.config
-        window = _window(cfg.text)
-        types = self.layer_types()
-        heads = _kv_heads(cfg.num_key_value_heads, ctx.tensor_parallel_size)
-        start, end = self.layer_range(ctx)
-        specs: dict[str, Any] = {}
-        for i in range(start, end):
-            w = window if types[i] == "sliding_attention" else None
-            specs[f"model.layers.{i}.self_attn.attn"] = _attention_spec(
-                ctx, num_kv_heads=heads, head_size=cfg.head_dim, window=w)
-        return specs
+        return self._window_specs(ctx, self.layer_types(), window=_window(self.config.text),
+                                  window_type=self.window_layer_type)
 
     def notes(self) -> tuple[str, ...]:
         types = self.layer_types()

@@ -8,17 +8,14 @@ from typing import Any
 
 from vmemplan.core.errors import UsageError
 from vmemplan.core.graph import GraphContext, WeightTensor, attention_scales
-from vmemplan.models.base import register
-from vmemplan.models.dense import pad_vocab
+from vmemplan.models.base import pad_vocab, register
 from vmemplan.models.windowed import (
-    _attention_spec,
-    _check_heads,
     _int,
-    _kv_heads,
     _rope_positions,
     _window,
     _WindowedBase,
     gemma_layer_types,
+    window_global_notes,
 )
 
 __all__ = ["Gemma3n"]
@@ -78,17 +75,11 @@ class Gemma3n(_WindowedBase):
             return int(inter[index])
         return self.config.intermediate_size
 
-    def validate_parallel(self, ctx: GraphContext) -> None:
-        cfg = self.config
-        _check_heads(cfg.num_attention_heads, cfg.num_key_value_heads, ctx.tensor_parallel_size)
-
     def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
         cfg = self.config
         text = cfg.text
-        tp = ctx.tensor_parallel_size
-        h = cfg.hidden_size
-        hd = cfg.head_dim
-        L = cfg.num_hidden_layers
+        span = self.rank_span(ctx)
+        tp, h, hd, L = span.tp, span.hidden, cfg.head_dim, cfg.num_hidden_layers
         a = _int(text, "altup_num_inputs", 4)
         rank = _int(text, "laurel_rank", 64)
         hpl = _int(text, "hidden_size_per_layer_input", 256)
@@ -99,8 +90,7 @@ class Gemma3n(_WindowedBase):
                              f"per-layer width {hpl * L} or hidden size {h}")
         # the embedding is the LM head (Gemma3nForCausalLM.compute_logits uses embed_tokens)
         out = self._embedding_and_head(ctx, tied=True)
-        start, end = self.layer_range(ctx)
-        n = end - start
+        start, end, n = span.start, span.end, span.layers
         shared = sum(1 for i in range(start, end) if i >= self.first_kv_shared_layer())
         owning = n - shared
         out += self._attn_tensors(ctx, name="self_attn", num_heads=cfg.num_attention_heads,
@@ -158,25 +148,9 @@ class Gemma3n(_WindowedBase):
         return out
 
     def kv_cache_specs(self, ctx: GraphContext) -> dict[str, Any]:
-        cfg = self.config
-        window = _window(cfg.text)
-        types = self.layer_types()
-        heads = _kv_heads(cfg.num_key_value_heads, ctx.tensor_parallel_size)
-        start, end = self.layer_range(ctx)
-        specs: dict[str, Any] = {}
-        for i in range(start, end):
-            if self.kv_sharing_target(i) is not None:
-                continue
-            w = window if types[i] == "sliding_attention" else None
-            specs[f"model.layers.{i}.self_attn.attn"] = _attention_spec(
-                ctx, num_kv_heads=heads, head_size=cfg.head_dim, window=w)
-        return specs
+        return self._window_specs(ctx, self.layer_types(), window=_window(self.config.text),
+                                  skip=lambda i: self.kv_sharing_target(i) is not None)
 
     def notes(self) -> tuple[str, ...]:
-        types = self.layer_types()
         shared = self.config.num_hidden_layers - self.first_kv_shared_layer()
-        out = [f"{sum(t == 'sliding_attention' for t in types)} window and "
-               f"{sum(t == 'full_attention' for t in types)} global layers"]
-        if shared:
-            out.append(f"the last {shared} layers reuse earlier layers' KV caches and own none")
-        return tuple(out)
+        return tuple(window_global_notes(self.layer_types(), shared))

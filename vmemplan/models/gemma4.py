@@ -10,17 +10,15 @@ from typing import Any
 
 from vmemplan.core.graph import GraphContext, WeightTensor
 from vmemplan.laws.multimodal import limit_for
-from vmemplan.models.base import register
-from vmemplan.models.dense import pad_vocab
+from vmemplan.models.base import pad_vocab, register
 from vmemplan.models.windowed import (
-    _attention_spec,
     _check_heads,
     _int,
-    _kv_heads,
     _window,
     _WindowedBase,
     gemma_layer_types,
     moe_shard,
+    window_global_notes,
 )
 
 __all__ = ["Gemma4", "gemma4_vision_tensors"]
@@ -170,28 +168,13 @@ class Gemma4(_WindowedBase):
 
     def kv_cache_specs(self, ctx: GraphContext) -> dict[str, Any]:
         """A spec for every layer that owns a cache; KV-shared layers add nothing
-        (GPUModelRunner.get_kv_cache_spec skips ``kv_sharing_target_layer_name``)."""
-        cfg = self.config
-        window = _window(cfg.text)
-        types = self.layer_types()
-        start, end = self.layer_range(ctx)
-        specs: dict[str, Any] = {}
-        for i in range(start, end):
-            if self.kv_sharing_target(i) is not None:
-                continue
-            hd, kv = self._layer_shape(i)
-            w = window if types[i] == "sliding_attention" else None
-            specs[f"model.layers.{i}.self_attn.attn"] = _attention_spec(
-                ctx, num_kv_heads=_kv_heads(kv, ctx.tensor_parallel_size), head_size=hd, window=w)
-        return specs
+        (GPUModelRunner.get_kv_cache_spec skips ``kv_sharing_target_layer_name``), each with
+        its layer type's head size and KV heads."""
+        return self._window_specs(ctx, self.layer_types(), window=_window(self.config.text), shape=self._layer_shape,
+                                  skip=lambda i: self.kv_sharing_target(i) is not None)
 
     def notes(self) -> tuple[str, ...]:
-        types = self.layer_types()
-        shared = self.config.num_hidden_layers - self.first_kv_shared_layer()
-        out = [f"{sum(t == 'sliding_attention' for t in types)} window and "
-               f"{sum(t == 'full_attention' for t in types)} global layers"]
-        if shared:
-            out.append(f"the last {shared} layers reuse earlier layers' KV caches and own none")
+        out = window_global_notes(self.layer_types(), self.config.num_hidden_layers - self.first_kv_shared_layer())
         if self.config.architecture == "Gemma4ForConditionalGeneration":
             if isinstance(self.config.raw.get("audio_config"), dict):
                 out.append("the audio tower is not included in the weights figure")

@@ -8,15 +8,7 @@ from typing import Any
 
 from vmemplan.core.graph import GraphContext, WeightTensor, attention_scales
 from vmemplan.models.base import register
-from vmemplan.models.dense import pad_vocab
-from vmemplan.models.windowed import (
-    _attention_spec,
-    _check_heads,
-    _kv_heads,
-    _rope_positions,
-    _window,
-    _WindowedBase,
-)
+from vmemplan.models.windowed import _rope_positions, _window, _WindowedBase
 
 __all__ = ["MuseGlimmer"]
 
@@ -49,51 +41,30 @@ class MuseGlimmer(_WindowedBase):
             return bool(thetas[index])
         return True
 
-    def validate_parallel(self, ctx: GraphContext) -> None:
-        cfg = self.config
-        _check_heads(cfg.num_attention_heads, cfg.num_key_value_heads, ctx.tensor_parallel_size)
-
     def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
         cfg = self.config
-        tp = ctx.tensor_parallel_size
-        h = cfg.hidden_size
-        start, end = self.layer_range(ctx)
-        n = end - start
-        first, last = self._stage_flags(ctx)
-        rows = pad_vocab(cfg.vocab_size) // tp
-        out: list[WeightTensor] = []
-        if first:
-            out.append(WeightTensor("model.embed_tokens", "embedding", rows, h))
+        span = self.rank_span(ctx)
+        h, n = span.hidden, span.layers
+        # embed_tokens on the first stage, the final norm and the untied lm_head on the last
+        out = self._embedding_and_head(ctx, tied=False)
         out += self._attn_tensors(ctx, name="self_attn", num_heads=cfg.num_attention_heads,
                                   num_kv_heads=cfg.num_key_value_heads, head_dim=cfg.head_dim, count=n)
         out += self._mlp_tensors(ctx, name="mlp", intermediate=cfg.intermediate_size, count=n)
         if n:
-            q_local = cfg.num_attention_heads // tp * cfg.head_dim
+            q_local = cfg.num_attention_heads // span.tp * cfg.head_dim
             out += [
                 WeightTensor("self_attn.output_gate_proj", "linear", q_local, h, n, True, in_features_full=h),
                 attention_scales("self_attn.attn", n),
                 WeightTensor("4 MuseGlimmerRMSNorms", "norm", h, 1, 4 * n),
             ]
-            if any(self._uses_rope(i) for i in range(start, end)):
+            if any(self._uses_rope(i) for i in range(span.start, span.end)):
                 out.append(WeightTensor("rotary_emb.cos_sin_cache", "buffer",
                                         _rope_positions(cfg.text, cfg.rope_scaling(), cfg.max_position_embeddings),
                                         cfg.head_dim))
-        if last:
-            out += [WeightTensor("model.norm", "norm", h, 1), WeightTensor("lm_head", "lm_head", rows, h)]
         return out
 
     def kv_cache_specs(self, ctx: GraphContext) -> dict[str, Any]:
-        cfg = self.config
-        window = _window(cfg.text)
-        types = self.layer_types()
-        heads = _kv_heads(cfg.num_key_value_heads, ctx.tensor_parallel_size)
-        start, end = self.layer_range(ctx)
-        return {
-            f"model.layers.{i}.self_attn.attn": _attention_spec(
-                ctx, num_kv_heads=heads, head_size=cfg.head_dim,
-                window=window if types[i] == "sliding_attention" else None)
-            for i in range(start, end)
-        }
+        return self._window_specs(ctx, self.layer_types(), window=_window(self.config.text))
 
     def notes(self) -> tuple[str, ...]:
         types = self.layer_types()

@@ -7,10 +7,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from vmemplan.core.graph import GraphContext, WeightTensor, attention_scales
+from vmemplan.core.graph import WeightTensor
 from vmemplan.models.base import register
 from vmemplan.models.gemma2 import Gemma2
-from vmemplan.models.windowed import _attention_spec, _int, _kv_heads, _window
+from vmemplan.models.windowed import _int, _window
 
 __all__ = ["Rnj1"]
 
@@ -36,10 +36,10 @@ class Rnj1(Gemma2):
     """
 
     architectures = ("Rnj1ForCausalLM",)
-    lists_attention_scales = False  # listed in weight_tensors below
     qk_norm = True
     no_head_module = False
     reads_max_model_len = False
+    window_layer_type = "chunked_attention"  # Gemma2.kv_cache_specs: the window of the chunked layers
 
     def layer_types(self) -> list[str]:
         text = self.config.text
@@ -48,9 +48,6 @@ class Rnj1(Gemma2):
         if isinstance(lt, list) and len(lt) >= n:
             return [str(x) for x in lt[:n]]
         return super().layer_types()
-
-    def _tied(self) -> bool:
-        return bool(self.config.text.get("tie_word_embeddings", True))
 
     def _layer_rope(self, layer_type: str) -> Any:
         rope = self.config.text.get("rope_parameters")
@@ -78,25 +75,6 @@ class Rnj1(Gemma2):
                 r = int(int(rope.get("original_max_position_embeddings", rows)) * factor)
             out.append(WeightTensor(f"rotary_emb({t}).cos_sin_cache", "buffer", r, cfg.head_dim))
         return out
-
-    def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
-        out = super().weight_tensors(ctx)
-        start, end = self.layer_range(ctx)
-        if end > start:
-            # each Attention layer's _k_scale/_v_scale/_q_scale/_prob_scale: four fp32 scalars
-            out.append(attention_scales("self_attn.attn", (end - start)))
-        return out
-
-    def kv_cache_specs(self, ctx: GraphContext) -> dict[str, Any]:
-        cfg = self.config
-        window = _window(cfg.text)
-        types = self.layer_types()
-        heads = _kv_heads(cfg.num_key_value_heads, ctx.tensor_parallel_size)
-        start, end = self.layer_range(ctx)
-        return {f"model.layers.{i}.self_attn.attn": _attention_spec(
-                    ctx, num_kv_heads=heads, head_size=cfg.head_dim,
-                    window=window if types[i] == "chunked_attention" else None)
-                for i in range(start, end)}
 
     def notes(self) -> tuple[str, ...]:
         types = self.layer_types()

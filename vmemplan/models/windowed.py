@@ -8,7 +8,7 @@ attention spec a window layer gets, rotary-cache sizes and :class:`_WindowedBase
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from vmemplan.core.errors import UsageError
@@ -16,10 +16,9 @@ from vmemplan.core.graph import GraphContext, WeightTensor
 from vmemplan.core.kv_specs import ChunkedLocalAttentionSpec, FullAttentionSpec, SlidingWindowSpec, kv_dtype_bytes
 from vmemplan.core.units import dtype_bytes
 from vmemplan.laws import moe
-from vmemplan.models.base import Adapter
-from vmemplan.models.dense import pad_vocab, pp_layer_range
+from vmemplan.models.base import Adapter, pad_vocab
 
-__all__ = ["gemma_layer_types", "moe_shard"]
+__all__ = ["gemma_layer_types", "moe_shard", "per_layer_list", "window_global_notes"]
 
 # --------------------------------------------------------------------------------------
 # Shared helpers
@@ -52,15 +51,33 @@ def gemma_layer_types(text: Mapping[str, Any], *, default_pattern: int) -> list[
     ``sliding_attention`` otherwise (pattern 2 for Gemma-2, 6 for Gemma-3).
     """
     n = _int(text, "num_hidden_layers")
-    lt = text.get("layer_types")
-    if isinstance(lt, list) and lt:
-        if len(lt) < n:
-            raise UsageError(f"layer_types lists {len(lt)} layers for {n} hidden layers")
-        return [str(x) for x in lt[:n]]
+    listed = per_layer_list(text, "layer_types", n)
+    if listed is not None:
+        return [str(x) for x in listed]
     pattern = text.get("sliding_window_pattern", default_pattern)
     if not isinstance(pattern, int) or pattern < 1:
         pattern = default_pattern
     return ["full_attention" if (i + 1) % pattern == 0 else "sliding_attention" for i in range(n)]
+
+
+def per_layer_list(text: Mapping[str, Any], key: str, num_layers: int) -> list[Any] | None:
+    """The first ``num_layers`` entries of the per-layer list ``text[key]``; None when the
+    config has no such (non-empty) list, an error when it lists fewer layers than the model has."""
+    given = text.get(key)
+    if not isinstance(given, list) or not given:
+        return None
+    if len(given) < num_layers:
+        raise UsageError(f"{key} lists {len(given)} layers for {num_layers} hidden layers")
+    return given[:num_layers]
+
+
+def window_global_notes(types: list[str], kv_shared_layers: int) -> list[str]:
+    """The notes of an interleaved window/global model with a KV-sharing tail (Gemma-3n, Gemma-4)."""
+    out = [f"{sum(t == 'sliding_attention' for t in types)} window and "
+           f"{sum(t == 'full_attention' for t in types)} global layers"]
+    if kv_shared_layers:
+        out.append(f"the last {kv_shared_layers} layers reuse earlier layers' KV caches and own none")
+    return out
 
 
 def moe_shard(ctx: GraphContext, num_experts: int, intermediate: int) -> tuple[int, int]:
@@ -142,8 +159,10 @@ class _WindowedBase(Adapter):
     def _text(self) -> Mapping[str, Any]:
         return self.config.text
 
-    def layer_range(self, ctx: GraphContext) -> tuple[int, int]:
-        return pp_layer_range(self.config.num_hidden_layers, ctx.pipeline_parallel_size, ctx.pipeline_rank)
+    def validate_parallel(self, ctx: GraphContext) -> None:
+        """TP must divide the attention heads and split or replicate whole KV heads."""
+        cfg = self.config
+        _check_heads(cfg.num_attention_heads, cfg.num_key_value_heads, ctx.tensor_parallel_size)
 
     def _stage_flags(self, ctx: GraphContext) -> tuple[bool, bool]:
         return ctx.pipeline_rank == 0, ctx.pipeline_rank == ctx.pipeline_parallel_size - 1
@@ -174,6 +193,28 @@ class _WindowedBase(Adapter):
             if not no_head_module and not tied:
                 out.append(WeightTensor("lm_head", "lm_head", rows, h))
         return out
+
+    def _window_specs(self, ctx: GraphContext, types: list[str], *, window: int | None,
+                      window_type: str = "sliding_attention",
+                      shape: Callable[[int], tuple[int, int]] | None = None,
+                      skip: Callable[[int], bool] | None = None) -> dict[str, Any]:
+        """One spec per layer of the stage, keyed ``model.layers.{i}.self_attn.attn``: a
+        ``SlidingWindowSpec(window)`` on the layers whose type is ``window_type``, a
+        ``FullAttentionSpec`` on the others, with per-rank KV heads ``max(1, KV // tp)``.
+        ``shape(i)`` gives layer ``i``'s (head size, total KV heads) (default: the config's);
+        a layer for which ``skip(i)`` holds owns no spec (GPUModelRunner.get_kv_cache_spec
+        skips the layers with a ``kv_sharing_target_layer_name``, 0.33.0)."""
+        cfg = self.config
+        start, end = self.layer_range(ctx)
+        specs: dict[str, Any] = {}
+        for i in range(start, end):
+            if skip is not None and skip(i):
+                continue
+            head_size, kv = shape(i) if shape is not None else (cfg.head_dim, cfg.num_key_value_heads)
+            specs[f"model.layers.{i}.self_attn.attn"] = _attention_spec(
+                ctx, num_kv_heads=_kv_heads(kv, ctx.tensor_parallel_size), head_size=head_size,
+                window=window if types[i] == window_type else None)
+        return specs
 
     def _attn_tensors(self, ctx: GraphContext, *, name: str, num_heads: int, num_kv_heads: int,
                       head_dim: int, count: int, qkv_bias: bool = False, o_bias: bool = False,
