@@ -272,7 +272,11 @@ def validate_config(raw: Mapping[str, Any], text: Mapping[str, Any]) -> None:
     if isinstance(vision, Mapping):
         for name in _VISION:
             if name in vision and vision[name] is not None:
-                _check("vision_config.", name, vision[name], FIELDS[name])
+                value = vision[name]
+                # (height, width) pairs: transformers' InternVLVisionConfig image_size / patch_size
+                pair = name in ("patch_size", "image_size") and isinstance(value, list) and 0 < len(value) <= 3
+                for item in value if pair else [value]:
+                    _check("vision_config.", name, item, FIELDS[name])
     _check_rope(text)
 
 

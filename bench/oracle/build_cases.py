@@ -25,7 +25,8 @@ MAX_MODEL_LEN = 32768
 OVERRIDES = {("CohereForAI--c4ai-command-r-v01.ome-trimmed", 1): {"max_model_len": 16384}}
 # multimodal checkpoints checked too (vision tower weights, the language model's KV pool), with
 # the TPs to run: the families issue 11 names first (Qwen3.5-27B loads its Qwen3-VL tower)
-MULTIMODAL = {"Qwen--Qwen3.5-27B": (1, 2, 4), "Qwen--Qwen3-VL-30B-A3B-Instruct.transcribed-trimmed": (1, 2)}
+MULTIMODAL = {"Qwen--Qwen3.5-27B": (1, 2, 4), "Qwen--Qwen3-VL-30B-A3B-Instruct.transcribed-trimmed": (1, 2),
+              "OpenGVLab--InternVL3-1B-hf.derived": (1, 2)}
 # GLM-4.xV, Kimi-VL, DeepSeek-VL2/OCR (vmemplan/models/glm4v.py, kimi_vl.py, deepseek_vl2.py): TP 4 for GLM-4.5V,
 # whose 12 vision heads TP 8 does not divide
 MULTIMODAL.update({"zai-org--GLM-4.1V-9B-Thinking.synthetic": (1, 2), "zai-org--GLM-4.5V.transcribed": (1, 4)})

@@ -63,6 +63,8 @@ ARCHITECTURE_MODULES: dict[str, str] = {
     'HyperCLOVAXForCausalLM': 'hyperclovax',
     'IQuestLoopCoderForCausalLM': 'iquest_loopcoder',
     'InternLM3ForCausalLM': 'dense',
+    'InternVLChatModel': 'internvl',
+    'InternVLForConditionalGeneration': 'internvl',
     'JambaForCausalLM': 'hybrid_mamba',
     'JinaEmbeddingsV5Model': 'pooling_decoders',
     'K2HorizonForCausalLM': 'k2_horizon',

@@ -470,7 +470,9 @@ def rope_cache_positions(config: ModelConfig, fraction_key: str | None = None) -
         orig = rs.get("original_max_position_embeddings", text.get("original_max_position_embeddings"))
         if rtype in ("longrope", "su") and isinstance(orig, int):
             positions = orig + positions
-        elif rtype in ("yarn", "linear", "dynamic", "deepseek_yarn") and isinstance(factor, (int, float)):
+        # "dynamic" (dynamic_ntk_scaling_rope.py::DynamicNTKScalingRotaryEmbedding, 0.33.0) rescales the
+        # base and keeps a [max_position, rotary_dim] cache: not scaled here
+        elif rtype in ("yarn", "linear", "deepseek_yarn") and isinstance(factor, (int, float)):
             base = orig if isinstance(orig, int) and rtype == "yarn" else positions
             positions = int(base * factor)
     return positions, rotary_dim
