@@ -35,8 +35,8 @@ public names are re-exported here.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Union
+from dataclasses import KW_ONLY, dataclass, field
+from typing import ClassVar, Union
 
 from vmemplan.core.errors import UsageError
 from vmemplan.core.kv_spec_base import (
@@ -77,25 +77,18 @@ __all__ = [
 
 
 @dataclass(frozen=True)
-class FullAttentionSpec(_AttentionMixin):
-    """Full attention: every token of the context is cached.
-
-    ``page = slots * (block_size / tokens_per_state) * content``; a request at
-    max_model_len holds ``cdiv(cdiv(L, dcp), block_size)`` pages (DCP shards tokens,
-    PCP does not).  ``sliding_window`` / ``attention_chunk_size`` are only recorded
-    (the hybrid manager is off, so those layers hold every token).
-    Mirrors FullAttentionSpec.max_memory_usage_bytes in
-    vllm/v1/kv_cache_interface.py (0.33.0).
-    """
+class _HeadAttentionFields(_AttentionMixin):
+    """The fields every per-head attention spec shares: the five leading positional ones
+    (block, heads, head size, cache dtype, element width) and, keyword-only, the page knobs
+    of ``AttentionSpec`` (padding, tokens per stored state, packed record, head slots, DCP
+    sharding, block stride alignment) in vllm/v1/kv_cache_interface.py (0.33.0)."""
 
     block_size: int
     num_kv_heads: int
     head_size: int
     cache_dtype: str
     dtype_bytes: int
-    head_size_v: int | None = None
-    sliding_window: int | None = None
-    attention_chunk_size: int | None = None
+    _: KW_ONLY
     page_size_padded: int | None = None
     tokens_per_state: int = 1
     state_content_bytes: int | None = None
@@ -103,114 +96,11 @@ class FullAttentionSpec(_AttentionMixin):
     dcp_sharded: bool = True
     block_stride_alignment: int | None = None
 
-    kind = "full_attention"
-    grows_with_context = True
+    _positive: ClassVar[tuple[str, ...]] = ("block_size",)  # the fields vLLM requires above zero, in the order it checks them
 
     def __post_init__(self) -> None:
-        _check_positive("block_size", self.block_size)
-
-    def max_memory_usage_bytes(self, ctx: PoolContextLike) -> int:
-        return cdiv(self._context_tokens(ctx.max_model_len, ctx), self.block_size) * self.page_size_bytes
-
-    def context_pages(self, tokens: int, ctx: PoolContextLike) -> int:
-        return cdiv(self._context_tokens(tokens, ctx), self.block_size)
-
-
-@dataclass(frozen=True)
-class SlidingWindowSpec(_AttentionMixin):
-    """Sliding-window attention: a ring bounded by the window.
-
-    Admission cap (``max_admission_blocks_per_request``)::
-
-        cdiv(min(window - 1 + extra_retained + in_flight, L), block_size) + 1
-
-    where ``in_flight`` is max_concurrent_batches x max_num_batched_tokens.  The
-    ``+ 1`` covers a window that starts mid-block.  Mirrors
-    SlidingWindowSpec.max_admission_blocks_per_request /
-    max_memory_usage_bytes in vllm/v1/kv_cache_interface.py (0.33.0).
-    """
-
-    block_size: int
-    num_kv_heads: int
-    head_size: int
-    cache_dtype: str
-    dtype_bytes: int
-    sliding_window: int
-    head_size_v: int | None = None
-    page_size_padded: int | None = None
-    extra_retained_tokens: int = 0
-    tokens_per_state: int = 1
-    state_content_bytes: int | None = None
-    num_head_slots: int | None = None
-    dcp_sharded: bool = True
-    block_stride_alignment: int | None = None
-
-    kind = "sliding_window"
-
-    def __post_init__(self) -> None:
-        _check_positive("block_size", self.block_size)
-        _check_positive("sliding_window", self.sliding_window)
-
-    def max_admission_blocks_per_request(self, max_in_flight_tokens: int, max_model_len: int) -> int:
-        tokens = min(self.sliding_window - 1 + self.extra_retained_tokens + max_in_flight_tokens, max_model_len)
-        return cdiv(tokens, self.block_size) + 1
-
-    def max_memory_usage_bytes(self, ctx: PoolContextLike) -> int:
-        if self.dcp_sharded and ctx.decode_context_parallel_size > 1:
-            raise UsageError("vLLM does not support decode context parallelism with sliding-window layers")
-        return self.max_admission_blocks_per_request(ctx.max_in_flight_tokens, ctx.max_model_len) * self.page_size_bytes
-
-    def steady_pages(self, ctx: PoolContextLike) -> int:
-        """Window ring in steady decode: ``window - 1 + extra_retained`` tokens plus the
-        tokens one decode step writes (1 + speculative), rounded up, plus one page."""
-        tokens = self.sliding_window - 1 + self.extra_retained_tokens + 1 + ctx.num_speculative_tokens
-        return cdiv(min(tokens, ctx.max_model_len), self.block_size) + 1
-
-    def admission_pages(self, ctx: PoolContextLike) -> int:
-        return self.max_admission_blocks_per_request(ctx.max_in_flight_tokens, ctx.max_model_len)
-
-
-@dataclass(frozen=True)
-class ChunkedLocalAttentionSpec(_AttentionMixin):
-    """Chunked local attention (Llama-4 local layers).
-
-    Admission cap: ``cdiv(min(chunk + in_flight, L), block_size)`` (no ``+ 1``).
-    Mirrors ChunkedLocalAttentionSpec.max_admission_blocks_per_request in
-    vllm/v1/kv_cache_interface.py (0.33.0).
-    """
-
-    block_size: int
-    num_kv_heads: int
-    head_size: int
-    cache_dtype: str
-    dtype_bytes: int
-    attention_chunk_size: int
-    head_size_v: int | None = None
-    page_size_padded: int | None = None
-    tokens_per_state: int = 1
-    state_content_bytes: int | None = None
-    num_head_slots: int | None = None
-    dcp_sharded: bool = True
-    block_stride_alignment: int | None = None
-
-    kind = "chunked_local_attention"
-
-    def __post_init__(self) -> None:
-        _check_positive("block_size", self.block_size)
-        _check_positive("attention_chunk_size", self.attention_chunk_size)
-
-    def max_admission_blocks_per_request(self, max_in_flight_tokens: int, max_model_len: int) -> int:
-        return cdiv(min(self.attention_chunk_size + max_in_flight_tokens, max_model_len), self.block_size)
-
-    def max_memory_usage_bytes(self, ctx: PoolContextLike) -> int:
-        return self.max_admission_blocks_per_request(ctx.max_in_flight_tokens, ctx.max_model_len) * self.page_size_bytes
-
-    def steady_pages(self, ctx: PoolContextLike) -> int:
-        tokens = self.attention_chunk_size + 1 + ctx.num_speculative_tokens
-        return cdiv(min(tokens, ctx.max_model_len), self.block_size)
-
-    def admission_pages(self, ctx: PoolContextLike) -> int:
-        return self.max_admission_blocks_per_request(ctx.max_in_flight_tokens, ctx.max_model_len)
+        for name in self._positive:
+            _check_positive(name, getattr(self, name))
 
 
 def _apply_alignment(real: int, alignment: int | None, padded: int | None) -> int | None:
@@ -223,47 +113,37 @@ def _apply_alignment(real: int, alignment: int | None, padded: int | None) -> in
 
 
 @dataclass(frozen=True)
-class MLAAttentionSpec(_AttentionMixin):
-    """Latent (MLA) cache: one compressed vector per stored token, no separate V.
-
-    ``page = (block_size // compress_ratio) * record``, where the record is
-    ``head_size * dtype_bytes`` or a packed format's own size (656-byte
-    ``fp8_ds_mla`` on V3.2; 584 / 528 / 288-byte DeepSeek-V4 records, pass them as
-    ``state_content_bytes``).  ``alignment`` rounds the page up (DeepSeek-V4).
-    Growth law as full attention.  Mirrors MLAAttentionSpec in
-    vllm/v1/kv_cache_interface.py (0.33.0).
-    """
+class _LatentAttentionFields(_AttentionMixin):
+    """The fields and page of a latent (MLA) record cache, shared by :class:`MLAAttentionSpec`
+    and :class:`SlidingWindowMLASpec`: one record per stored token, no separate V, the
+    record ``head_size * dtype_bytes`` or a packed format's own size, the page rounded up to
+    ``alignment`` (DeepSeek-V4).  Mirrors MLAAttentionSpec / SlidingWindowMLASpec in
+    vllm/v1/kv_cache_interface.py (0.33.0)."""
 
     block_size: int
     head_size: int
     cache_dtype: str
     dtype_bytes: int
-    compress_ratio: int = 1
+    _: KW_ONLY
     model_version: str | None = None
     alignment: int | None = None
     state_content_bytes: int | None = None
     page_size_padded: int | None = None
     num_kv_heads: int = 1
-    cache_role: str = "sparse"
     dcp_sharded: bool = True
     block_stride_alignment: int | None = None
     num_head_slots: int | None = None
 
-    kind = "mla_attention"
-    grows_with_context = True
+    _positive: ClassVar[tuple[str, ...]] = ("block_size",)  # the fields vLLM requires above zero, in the order it checks them
 
     def __post_init__(self) -> None:
-        _check_positive("block_size", self.block_size)
-        _check_positive("compress_ratio", self.compress_ratio)
+        for name in self._positive:
+            _check_positive(name, getattr(self, name))
         object.__setattr__(
             self,
             "page_size_padded",
             _apply_alignment(self.unpadded_page_size_bytes, self.alignment, self.page_size_padded),
         )
-
-    @property
-    def tokens_per_state(self) -> int:  # type: ignore[override]
-        return self.compress_ratio
 
     @property
     def head_size_v(self) -> int:
@@ -277,6 +157,14 @@ class MLAAttentionSpec(_AttentionMixin):
             raise UsageError("a DeepSeek-V4 packed MLA spec needs state_content_bytes (see deepseek_v4_record_bytes)")
         return slots, mla_record_bytes(self.cache_dtype, self.head_size, self.dtype_bytes)
 
+
+class _GrowingLaws(_AttentionMixin):
+    """Per-request law of a cache that holds every token: ``cdiv(cdiv(L, dcp), block_size)``
+    pages (DCP shards tokens, PCP does not).  Mirrors FullAttentionSpec.max_memory_usage_bytes
+    in vllm/v1/kv_cache_interface.py (0.33.0)."""
+
+    grows_with_context = True
+
     def max_memory_usage_bytes(self, ctx: PoolContextLike) -> int:
         return cdiv(self._context_tokens(ctx.max_model_len, ctx), self.block_size) * self.page_size_bytes
 
@@ -284,8 +172,136 @@ class MLAAttentionSpec(_AttentionMixin):
         return cdiv(self._context_tokens(tokens, ctx), self.block_size)
 
 
+class _AdmissionCapLaws(_AttentionMixin):
+    """A bounded cache whose bytes a request claims are its admission cap,
+    ``max_admission_blocks_per_request(in_flight, L)`` pages (vllm/v1/kv_cache_interface.py,
+    0.33.0)."""
+
+    def max_admission_blocks_per_request(self, max_in_flight_tokens: int, max_model_len: int) -> int:
+        raise NotImplementedError  # pragma: no cover - defined by each spec
+
+    def max_memory_usage_bytes(self, ctx: PoolContextLike) -> int:
+        return self.max_admission_blocks_per_request(ctx.max_in_flight_tokens, ctx.max_model_len) * self.page_size_bytes
+
+    def admission_pages(self, ctx: PoolContextLike) -> int:
+        return self.max_admission_blocks_per_request(ctx.max_in_flight_tokens, ctx.max_model_len)
+
+
+class _SlidingWindowLaws(_AdmissionCapLaws):
+    """Laws of a sliding-window ring, shared by :class:`SlidingWindowSpec` and
+    :class:`SlidingWindowMLASpec`.
+
+    Admission cap (``max_admission_blocks_per_request``)::
+
+        cdiv(min(window - 1 + extra_retained + in_flight, L), block_size) + 1
+
+    where ``in_flight`` is max_concurrent_batches x max_num_batched_tokens.  The
+    ``+ 1`` covers a window that starts mid-block.  Mirrors
+    SlidingWindowSpec.max_admission_blocks_per_request /
+    max_memory_usage_bytes in vllm/v1/kv_cache_interface.py (0.33.0).
+    """
+
+    sliding_window: int
+    extra_retained_tokens: int
+
+    def max_admission_blocks_per_request(self, max_in_flight_tokens: int, max_model_len: int) -> int:
+        tokens = min(self.sliding_window - 1 + self.extra_retained_tokens + max_in_flight_tokens, max_model_len)
+        return cdiv(tokens, self.block_size) + 1
+
+    def max_memory_usage_bytes(self, ctx: PoolContextLike) -> int:
+        if self.dcp_sharded and ctx.decode_context_parallel_size > 1:
+            raise UsageError("vLLM does not support decode context parallelism with sliding-window layers")
+        return super().max_memory_usage_bytes(ctx)
+
+    def steady_pages(self, ctx: PoolContextLike) -> int:
+        """Window ring in steady decode: ``window - 1 + extra_retained`` tokens plus the
+        tokens one decode step writes (1 + speculative), rounded up, plus one page."""
+        tokens = self.sliding_window - 1 + self.extra_retained_tokens + 1 + ctx.num_speculative_tokens
+        return cdiv(min(tokens, ctx.max_model_len), self.block_size) + 1
+
+
 @dataclass(frozen=True)
-class SlidingWindowMLASpec(_AttentionMixin):
+class FullAttentionSpec(_GrowingLaws, _HeadAttentionFields):
+    """Full attention: every token of the context is cached.
+
+    ``page = slots * (block_size / tokens_per_state) * content``; a request at
+    max_model_len holds ``cdiv(cdiv(L, dcp), block_size)`` pages (DCP shards tokens,
+    PCP does not).  ``sliding_window`` / ``attention_chunk_size`` are only recorded
+    (the hybrid manager is off, so those layers hold every token).
+    Mirrors FullAttentionSpec.max_memory_usage_bytes in
+    vllm/v1/kv_cache_interface.py (0.33.0).
+    """
+
+    head_size_v: int | None = None
+    sliding_window: int | None = None
+    attention_chunk_size: int | None = None
+
+    kind = "full_attention"
+
+
+@dataclass(frozen=True)
+class SlidingWindowSpec(_SlidingWindowLaws, _HeadAttentionFields):
+    """Sliding-window attention: a ring bounded by the window (laws in
+    :class:`_SlidingWindowLaws`).  Mirrors SlidingWindowSpec in
+    vllm/v1/kv_cache_interface.py (0.33.0).
+    """
+
+    sliding_window: int
+    head_size_v: int | None = None
+    extra_retained_tokens: int = 0
+
+    kind = "sliding_window"
+    _positive = ("block_size", "sliding_window")
+
+
+@dataclass(frozen=True)
+class ChunkedLocalAttentionSpec(_AdmissionCapLaws, _HeadAttentionFields):
+    """Chunked local attention (Llama-4 local layers).
+
+    Admission cap: ``cdiv(min(chunk + in_flight, L), block_size)`` (no ``+ 1``).
+    Mirrors ChunkedLocalAttentionSpec.max_admission_blocks_per_request in
+    vllm/v1/kv_cache_interface.py (0.33.0).
+    """
+
+    attention_chunk_size: int
+    head_size_v: int | None = None
+
+    kind = "chunked_local_attention"
+    _positive = ("block_size", "attention_chunk_size")
+
+    def max_admission_blocks_per_request(self, max_in_flight_tokens: int, max_model_len: int) -> int:
+        return cdiv(min(self.attention_chunk_size + max_in_flight_tokens, max_model_len), self.block_size)
+
+    def steady_pages(self, ctx: PoolContextLike) -> int:
+        tokens = self.attention_chunk_size + 1 + ctx.num_speculative_tokens
+        return cdiv(min(tokens, ctx.max_model_len), self.block_size)
+
+
+@dataclass(frozen=True)
+class MLAAttentionSpec(_GrowingLaws, _LatentAttentionFields):
+    """Latent (MLA) cache: one compressed vector per stored token, no separate V.
+
+    ``page = (block_size // compress_ratio) * record``, where the record is
+    ``head_size * dtype_bytes`` or a packed format's own size (656-byte
+    ``fp8_ds_mla`` on V3.2; 584 / 528 / 288-byte DeepSeek-V4 records, pass them as
+    ``state_content_bytes``).  ``alignment`` rounds the page up (DeepSeek-V4).
+    Growth law as full attention.  Mirrors MLAAttentionSpec in
+    vllm/v1/kv_cache_interface.py (0.33.0).
+    """
+
+    compress_ratio: int = 1
+    cache_role: str = "sparse"
+
+    kind = "mla_attention"
+    _positive = ("block_size", "compress_ratio")
+
+    @property
+    def tokens_per_state(self) -> int:  # type: ignore[override]
+        return self.compress_ratio
+
+
+@dataclass(frozen=True)
+class SlidingWindowMLASpec(_SlidingWindowLaws, _LatentAttentionFields):
     """Sliding-window ring in a latent record format (DeepSeek-V4 window caches).
 
     Page as :class:`MLAAttentionSpec`; admission and steady-decode laws as
@@ -294,79 +310,24 @@ class SlidingWindowMLASpec(_AttentionMixin):
     vllm/v1/attention/backends/mla/sparse_swa.py (0.33.0).
     """
 
-    block_size: int
-    head_size: int
-    cache_dtype: str
-    dtype_bytes: int
     sliding_window: int
-    model_version: str | None = None
-    alignment: int | None = None
-    state_content_bytes: int | None = None
-    page_size_padded: int | None = None
     extra_retained_tokens: int = 0
     bounded_replay: bool = False
-    num_kv_heads: int = 1
-    dcp_sharded: bool = True
-    block_stride_alignment: int | None = None
-    num_head_slots: int | None = None
     tokens_per_state: int = 1
 
     kind = "sliding_window_mla"
-
-    def __post_init__(self) -> None:
-        _check_positive("block_size", self.block_size)
-        _check_positive("sliding_window", self.sliding_window)
-        object.__setattr__(
-            self,
-            "page_size_padded",
-            _apply_alignment(self.unpadded_page_size_bytes, self.alignment, self.page_size_padded),
-        )
-
-    @property
-    def head_size_v(self) -> int:
-        return 0
-
-    # the page of an MLA record, the laws of a sliding window
-    def _slots_and_content(self) -> tuple[int, int]:
-        return MLAAttentionSpec._slots_and_content(self)  # type: ignore[arg-type]
-
-    def max_admission_blocks_per_request(self, max_in_flight_tokens: int, max_model_len: int) -> int:
-        return SlidingWindowSpec.max_admission_blocks_per_request(
-            self, max_in_flight_tokens, max_model_len)  # type: ignore[arg-type]
-
-    def max_memory_usage_bytes(self, ctx: PoolContextLike) -> int:
-        return SlidingWindowSpec.max_memory_usage_bytes(self, ctx)  # type: ignore[arg-type]
-
-    def steady_pages(self, ctx: PoolContextLike) -> int:
-        return SlidingWindowSpec.steady_pages(self, ctx)  # type: ignore[arg-type]
-
-    def admission_pages(self, ctx: PoolContextLike) -> int:
-        return SlidingWindowSpec.admission_pages(self, ctx)  # type: ignore[arg-type]
+    _positive = ("block_size", "sliding_window")
 
 
 @dataclass(frozen=True)
-class CircularBufferSpec(_AttentionMixin):
+class CircularBufferSpec(_HeadAttentionFields):
     """One block per request for the whole request (DeepSeek-V4.1 compressor state:
     the open group's raw rows).  ``max_memory_usage_bytes = page``.  Mirrors
     CircularBufferSpec in vllm/v1/kv_cache_interface.py (0.33.0)."""
 
-    block_size: int
-    num_kv_heads: int
-    head_size: int
-    cache_dtype: str
-    dtype_bytes: int
     head_size_v: int | None = 0
-    page_size_padded: int | None = None
-    tokens_per_state: int = 1
-    state_content_bytes: int | None = None
-    num_head_slots: int | None = None
-    dcp_sharded: bool = True
-    block_stride_alignment: int | None = None
 
     kind = "circular_buffer"
-
-    def __post_init__(self) -> None:
-        _check_positive("block_size", self.block_size)
 
     def max_memory_usage_bytes(self, ctx: PoolContextLike) -> int:
         return self.page_size_bytes
@@ -379,28 +340,14 @@ class CircularBufferSpec(_AttentionMixin):
 
 
 @dataclass(frozen=True)
-class CrossAttentionSpec(_AttentionMixin):
+class CrossAttentionSpec(_HeadAttentionFields):
     """Encoder-decoder cross attention: caches the encoder output,
     ``cdiv(max_num_encoder_input_tokens, block_size)`` pages.  Mirrors
     CrossAttentionSpec in vllm/v1/kv_cache_interface.py (0.33.0)."""
 
-    block_size: int
-    num_kv_heads: int
-    head_size: int
-    cache_dtype: str
-    dtype_bytes: int
     head_size_v: int | None = None
-    page_size_padded: int | None = None
-    tokens_per_state: int = 1
-    state_content_bytes: int | None = None
-    num_head_slots: int | None = None
-    dcp_sharded: bool = True
-    block_stride_alignment: int | None = None
 
     kind = "cross_attention"
-
-    def __post_init__(self) -> None:
-        _check_positive("block_size", self.block_size)
 
     def _pages(self, ctx: PoolContextLike) -> int:
         return cdiv(ctx.encoder_input_tokens, self.block_size)
@@ -416,23 +363,13 @@ class CrossAttentionSpec(_AttentionMixin):
 
 
 @dataclass(frozen=True)
-class EncoderOnlyAttentionSpec(_AttentionMixin):
+class EncoderOnlyAttentionSpec(_HeadAttentionFields):
     """Encoder-only attention: no KV cache kept (``max_memory_usage_bytes = 0``)."""
 
-    block_size: int
-    num_kv_heads: int
-    head_size: int
-    cache_dtype: str
-    dtype_bytes: int
     head_size_v: int | None = None
-    page_size_padded: int | None = None
-    tokens_per_state: int = 1
-    state_content_bytes: int | None = None
-    num_head_slots: int | None = None
-    dcp_sharded: bool = True
-    block_stride_alignment: int | None = None
 
     kind = "encoder_only_attention"
+    _positive = ()  # no block size check
 
     def max_memory_usage_bytes(self, ctx: PoolContextLike) -> int:
         return 0
