@@ -48,6 +48,8 @@ ARCHITECTURE_MODULES: dict[str, str] = {
     'Glm4ForCausalLM': 'dense_a_variants',
     'Glm4MoeForCausalLM': 'moe',
     'Glm4MoeLiteForCausalLM': 'glm4_moe_lite',
+    'Glm4vForConditionalGeneration': 'glm4v',
+    'Glm4vMoeForConditionalGeneration': 'glm4v',
     'GlmMoeDsaForCausalLM': 'deepseek',
     'GptOssForCausalLM': 'gpt_oss',
     'GraniteForCausalLM': 'dense_a_variants',
