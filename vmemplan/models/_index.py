@@ -90,6 +90,7 @@ ARCHITECTURE_MODULES: dict[str, str] = {
     'MiMoV2ForCausalLM': 'mimo_v2',
     'MiniCPM3ForCausalLM': 'minicpm3',
     'MiniCPMForCausalLM': 'dense_a_variants',
+    'MiniCPMV': 'minicpmv',
     'MiniMaxM2ForCausalLM': 'moe',
     'MiniMaxM3SparseForCausalLM': 'minimax_m3',
     'Mistral3ForConditionalGeneration': 'multimodal',
