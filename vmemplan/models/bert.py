@@ -23,23 +23,19 @@ only the null block.
 
 from __future__ import annotations
 
-from typing import Any
-
-from vmemplan.core.errors import UsageError
 from vmemplan.core.graph import GraphContext, WeightTensor, attention_scales
-from vmemplan.models.base import Adapter, register
-from vmemplan.models.dense import pad_vocab
+from vmemplan.models.base import pad_vocab, register
+from vmemplan.models.dense_blocks import EncoderOnly
 
 __all__ = ["BertEncoder"]
 
 
 @register
-class BertEncoder(Adapter):
+class BertEncoder(EncoderOnly):
     """``BertModel`` / ``BertForMaskedLM`` (vllm/model_executor/models/bert.py, 0.33.0)."""
 
     architectures = ("BertModel", "BertForMaskedLM", "BertSpladeSparseEmbeddingModel")
-    reads_max_model_len = False
-    default_runner = "pooling"
+    pp_refusal = "BERT-style models do not support pipeline parallelism in vLLM"
     #: the MLM head of BertForMaskedLM (bert.py::BertMLMHead)
     mlm_head: bool = False
 
@@ -49,33 +45,14 @@ class BertEncoder(Adapter):
         return self.mlm_head or any(a in ("BertForMaskedLM", "BertSpladeSparseEmbeddingModel")
                                     for a in self.config.architectures[:1])
 
-    def validate_parallel(self, ctx: GraphContext) -> None:
-        """bert.py::BertSelfAttention asserts ``total_num_heads % tp_size == 0``."""
-        heads = self.config.num_attention_heads
-        if heads % ctx.tensor_parallel_size:
-            raise UsageError(f"--tensor-parallel-size {ctx.tensor_parallel_size} does not divide the {heads} "
-                             "attention heads", hint=f"use a divisor of {heads}")
-        if ctx.pipeline_parallel_size != 1:
-            raise UsageError("BERT-style models do not support pipeline parallelism in vLLM",
-                             hint="use --pipeline-parallel-size 1")
-
-    def derived_max_model_len(self) -> int:
-        return int(self.config.max_position_embeddings)
-
-    def prefix_caching_supported(self) -> bool:
-        return False
-
     def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
         cfg = self.config
-        text = cfg.text
-        tp = ctx.tensor_parallel_size
-        h = cfg.hidden_size
-        n = cfg.num_hidden_layers
-        inter = cfg.intermediate_size
+        span = self.rank_span(ctx)
+        tp, h, n, inter = span.tp, span.hidden, cfg.num_hidden_layers, cfg.intermediate_size
         max_pos = int(cfg.max_position_embeddings)
-        type_vocab = int(text.get("type_vocab_size", 2))
+        type_vocab = int(cfg.text.get("type_vocab_size", 2))
         out = [
-            WeightTensor("embeddings.word_embeddings", "embedding", pad_vocab(cfg.vocab_size) // tp, h),
+            WeightTensor("embeddings.word_embeddings", "embedding", span.vocab_rows, h),
             WeightTensor("embeddings.position_embeddings", "embedding", pad_vocab(max_pos) // tp, h),
             WeightTensor("embeddings.token_type_embeddings", "embedding", pad_vocab(type_vocab) // tp, h),
             WeightTensor("embeddings.LayerNorm.weight+bias", "norm", h, 1, 2),
@@ -101,13 +78,6 @@ class BertEncoder(Adapter):
                 WeightTensor("mlm_head.decoder.bias", "bias", cfg.vocab_size, 1),
             ]
         return out
-
-    def kv_cache_specs(self, ctx: GraphContext) -> dict[str, Any]:
-        return {}  # EncoderOnlyAttention.get_kv_cache_spec -> None for every layer
-
-    def notes(self) -> tuple[str, ...]:
-        return ("encoder-only embedding model (vLLM --runner pooling): bidirectional EncoderOnlyAttention, "
-                "no KV cache; vLLM allocates only the null block",)
 
 
 @register

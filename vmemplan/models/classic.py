@@ -61,9 +61,16 @@ class ClassicLike(LlamaLike):
     #: a config without them takes any --max-model-len and defaults to 2,048
     #: (vllm/config/model.py::_get_and_verify_max_len)
     config_class_has_length: bool = True
+    #: the one config key that puts a bias on every linear (qkv, o and the MLP: Falcon's
+    #: ``bias``, OPT's ``enable_bias``) and its default when absent; "" = LlamaLike's own keys
+    bias_key: str = ""
+    bias_default: bool = False
 
     def __init__(self, config: Any) -> None:
         super().__init__(self.normalize_config(config))
+        if self.bias_key:
+            bias = bool(self.config.text.get(self.bias_key, self.bias_default))
+            self.attn_qkv_bias = self.attn_o_bias = self.mlp_has_bias = bias
 
     def normalize_config(self, config: Any) -> Any:
         """The config with the dimensions vLLM's model file reads in place of the generic ones."""
@@ -193,6 +200,7 @@ class Falcon(ClassicLike):
     norm_kind = "layer"
     mlp_kind = "plain"
     mlp_hidden_multiple = 4
+    bias_key = "bias"
 
     def normalize_config(self, config: Any) -> Any:
         config = super().normalize_config(config)
@@ -207,18 +215,6 @@ class Falcon(ClassicLike):
         else:
             kv = heads
         return dataclasses.replace(config, num_key_value_heads=int(kv), head_dim=config.hidden_size // heads)
-
-    def _bias(self) -> bool:
-        return bool(self.config.text.get("bias", False))
-
-    def qkv_bias(self) -> bool:
-        return self._bias()
-
-    def o_bias(self) -> bool:
-        return self._bias()
-
-    def mlp_bias(self) -> bool:
-        return self._bias()
 
     @property
     def rotary(self) -> bool:  # type: ignore[override]
@@ -274,24 +270,13 @@ class OPT(ClassicLike):
     mlp_kind = "plain"
     rotary = False
     learned_positions_offset = 2
+    bias_key, bias_default = "enable_bias", True
 
     def normalize_config(self, config: Any) -> Any:
         ffn = config.text.get("ffn_dim")
         if isinstance(ffn, int) and not isinstance(ffn, bool):
             config = dataclasses.replace(config, intermediate_size=ffn)
         return config
-
-    def _bias(self) -> bool:
-        return bool(self.config.text.get("enable_bias", True))
-
-    def qkv_bias(self) -> bool:
-        return self._bias()
-
-    def o_bias(self) -> bool:
-        return self._bias()
-
-    def mlp_bias(self) -> bool:
-        return self._bias()
 
     def _affine(self) -> bool:
         return bool(self.config.text.get("layer_norm_elementwise_affine", True))

@@ -25,6 +25,7 @@ from vmemplan.models.base import (  # noqa: F401 (pad_vocab, pp_layer_range: re-
     register_generic,
     rope_cache_positions,
 )
+from vmemplan.models.dense_blocks import llama_layer_tensors
 
 __all__ = ["LlamaLike", "Qwen2", "Qwen3", "GenericDecoder", "pad_vocab", "pp_layer_range"]
 
@@ -101,9 +102,6 @@ class LlamaLike(Adapter):
         """
         return max(1, self.config.num_key_value_heads // tp)
 
-    def layer_range(self, ctx: GraphContext) -> tuple[int, int]:
-        return pp_layer_range(self.config.num_hidden_layers, ctx.pipeline_parallel_size, ctx.pipeline_rank)
-
     def sliding_window_for_layer(self, index: int) -> int | None:
         """The window of layer ``index``: its own from ``layer_types``, else the model-level
         ``CacheConfig.sliding_window`` a config without ``layer_types`` gets (Phi-3, Phi-3.5-MoE,
@@ -115,34 +113,17 @@ class LlamaLike(Adapter):
     # -- weights ------------------------------------------------------------------
     def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
         cfg = self.config
-        tp = ctx.tensor_parallel_size
-        h, hd = cfg.hidden_size, cfg.head_dim
+        span = self.rank_span(ctx)
+        tp, h, hd, n = span.tp, span.hidden, cfg.head_dim, span.layers
+        first, last, vocab_rows = span.first, span.last, span.vocab_rows
         q_rows = cfg.num_attention_heads // tp * hd
         kv_rows = self.kv_heads_per_rank(tp) * hd
-        inter = cfg.intermediate_size // tp
-        start, end = self.layer_range(ctx)
-        n = end - start
-        first = ctx.pipeline_rank == 0
-        last = ctx.pipeline_rank == ctx.pipeline_parallel_size - 1
-        vocab_rows = pad_vocab(cfg.vocab_size) // tp
-        qkv_in = h
+        gated = self.mlp_kind == "gated"
         out: list[WeightTensor] = []
         if first:
             out.append(WeightTensor("model.embed_tokens", "embedding", vocab_rows, h))
         if n:
-            out += [
-                WeightTensor("self_attn.qkv_proj", "linear", q_rows + 2 * kv_rows, qkv_in, n, True,
-                             in_features_full=h),
-                WeightTensor("self_attn.o_proj", "linear", h, q_rows, n, True,
-                             in_features_full=cfg.num_attention_heads * hd),
-            ]
-            up_rows = 2 * inter if self.mlp_kind == "gated" else inter
-            out += [
-                WeightTensor("mlp.gate_up_proj" if self.mlp_kind == "gated" else "mlp.up_proj", "linear",
-                             up_rows, h, n, True, in_features_full=h),
-                WeightTensor("mlp.down_proj", "linear", h, inter, n, True,
-                             in_features_full=cfg.intermediate_size),
-            ]
+            out += llama_layer_tensors(cfg, tp=tp, kv_rows=kv_rows, count=n, gated=gated)
             out += self._norm("input_layernorm+post_attention_layernorm", h, self.norms_per_layer * n)
             # each Attention layer's _k_scale/_v_scale/_q_scale/_prob_scale: four fp32 scalars
             # (vllm/model_executor/layers/attention/attention.py::set_default_quant_scales)
@@ -152,7 +133,8 @@ class LlamaLike(Adapter):
             if self.o_bias():
                 out.append(WeightTensor("self_attn.o_proj.bias", "bias", h, 1, n))
             if self.mlp_bias():
-                out.append(WeightTensor("mlp.gate_up_proj.bias" if self.mlp_kind == "gated" else "mlp.up_proj.bias",
+                up_rows = (2 if gated else 1) * (cfg.intermediate_size // tp)
+                out.append(WeightTensor("mlp.gate_up_proj.bias" if gated else "mlp.up_proj.bias",
                                         "bias", up_rows, 1, n))
                 out.append(WeightTensor("mlp.down_proj.bias", "bias", h, 1, n))
             if self.qk_norm:

@@ -30,6 +30,7 @@ from typing import Any
 from vmemplan.core.graph import GraphContext, WeightTensor
 from vmemplan.models.base import register
 from vmemplan.models.dense import LlamaLike
+from vmemplan.models.dense_blocks import rope_cache_per_base
 
 __all__ = ["Apertus", "Glm4", "GraniteSWA", "MiniCPM"]
 
@@ -116,16 +117,9 @@ class GraniteSWA(LlamaLike):
         return float(theta) if _num(theta) else 10000.0
 
     def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
-        out = super().weight_tensors(ctx)
         start, end = self.layer_range(ctx)
         n = end - start
-        rope = [t for t in out if t.name == "rotary_emb.cos_sin_cache"]
-        out = [t for t in out if t.name != "rotary_emb.cos_sin_cache"]
-        if rope and n:
-            bases = {self.layer_rope_theta(i) for i in range(start, end)} - {0.0}
-            if bases:
-                r = rope[0]
-                out.append(WeightTensor(r.name, r.kind, r.rows, r.cols, len(bases), r.quantizable, r.dtype))
+        out = rope_cache_per_base(super().weight_tensors(ctx), (self.layer_rope_theta(i) for i in range(start, end)))
         if n and self.has_sinks():
             out.append(WeightTensor("self_attn.sinks", "norm",
                                     self.config.num_attention_heads // ctx.tensor_parallel_size, 1, n))

@@ -22,10 +22,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from vmemplan.core.errors import UsageError
 from vmemplan.core.graph import GraphContext, WeightTensor, attention_scales
-from vmemplan.models.base import Adapter, register
-from vmemplan.models.dense import pad_vocab
+from vmemplan.models.base import register
+from vmemplan.models.dense_blocks import EncoderOnly
 
 __all__ = ["ModernBert"]
 
@@ -33,27 +32,11 @@ _DEFAULT_THETA = {"full_attention": 160_000.0, "sliding_attention": 10_000.0}
 
 
 @register
-class ModernBert(Adapter):
+class ModernBert(EncoderOnly):
     """``ModernBertModel`` (vllm/model_executor/models/modernbert.py::ModernBertModel, 0.33.0)."""
 
     architectures = ("ModernBertModel",)
-    reads_max_model_len = False
-    default_runner = "pooling"
-
-    def validate_parallel(self, ctx: GraphContext) -> None:
-        heads = self.config.num_attention_heads
-        if heads % ctx.tensor_parallel_size:
-            raise UsageError(f"--tensor-parallel-size {ctx.tensor_parallel_size} does not divide the {heads} "
-                             "attention heads", hint=f"use a divisor of {heads}")
-        if ctx.pipeline_parallel_size != 1:
-            raise UsageError("ModernBERT does not support pipeline parallelism in vLLM",
-                             hint="use --pipeline-parallel-size 1")
-
-    def derived_max_model_len(self) -> int:
-        return int(self.config.max_position_embeddings)
-
-    def prefix_caching_supported(self) -> bool:
-        return False
+    pp_refusal = "ModernBERT does not support pipeline parallelism in vLLM"
 
     def layer_types(self) -> list[str]:
         """transformers' ModernBertConfig.__post_init__: full attention every
@@ -78,12 +61,12 @@ class ModernBert(Adapter):
     def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
         cfg = self.config
         text = cfg.text
-        tp = ctx.tensor_parallel_size
-        h, n, inter = cfg.hidden_size, cfg.num_hidden_layers, cfg.intermediate_size
+        span = self.rank_span(ctx)
+        tp, h, n, inter = span.tp, span.hidden, cfg.num_hidden_layers, cfg.intermediate_size
         head_dim = h // cfg.num_attention_heads
         norm_parts = 2 if text.get("norm_bias", False) else 1
         out = [
-            WeightTensor("embeddings.tok_embeddings", "embedding", pad_vocab(cfg.vocab_size) // tp, h),
+            WeightTensor("embeddings.tok_embeddings", "embedding", span.vocab_rows, h),
             WeightTensor("embeddings.norm", "norm", h, 1, norm_parts),
             WeightTensor("layers.attn.Wqkv", "linear", 3 * h // tp, h, n, True, in_features_full=h),
             WeightTensor("layers.attn.Wo", "linear", h, h // tp, n, True, in_features_full=h),
@@ -103,10 +86,3 @@ class ModernBert(Adapter):
         out.append(WeightTensor("rotary_emb.cos_sin_cache", "buffer", int(cfg.max_position_embeddings), head_dim,
                                 len(caches)))
         return out
-
-    def kv_cache_specs(self, ctx: GraphContext) -> dict[str, Any]:
-        return {}  # EncoderOnlyAttention.get_kv_cache_spec -> None for every layer
-
-    def notes(self) -> tuple[str, ...]:
-        return ("encoder-only embedding model (vLLM --runner pooling): bidirectional EncoderOnlyAttention, "
-                "no KV cache; vLLM allocates only the null block",)

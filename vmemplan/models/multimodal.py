@@ -30,6 +30,7 @@ from vmemplan.core.units import dtype_bytes
 from vmemplan.laws import multimodal as mm_law
 from vmemplan.models.base import register, rope_cache_positions
 from vmemplan.models.dense import LlamaLike, Qwen2, Qwen3, pad_vocab
+from vmemplan.models.dense_blocks import llama_layer_tensors
 from vmemplan.models.vision_towers import (
     _need,
     _tower_tp,
@@ -216,15 +217,9 @@ class Qwen2_5_VL(_QwenVLBase, Qwen2):
         return self._with_mrope(super().weight_tensors(ctx)) + self.tower_tensors(self.config, ctx)
 
 
-@register
-class Qwen3_VL(_QwenVLBase, Qwen3):
-    """Qwen3-VL (dense text): the Qwen3 decoder with interleaved M-RoPE plus the deepstack ViT.
-
-    The encoder output held per token is ``out_hidden × (1 + deepstack levels)`` wide."""
-
-    architectures = ("Qwen3VLForConditionalGeneration", "Qwen3VLForEmbedding")
-    mrope_factor_one_from = (0, 32)
-    weights_read_batch_tokens = True  # the deepstack input-embedding buffers (deepstack_buffers)
+class _Qwen3VLTower(_QwenVLBase):
+    """The Qwen3-VL vision transformer in front of a decoder (Qwen3-VL, Qwen3-VL-MoE, Qwen3.5):
+    the encoder output held per token is ``out_hidden × (1 + deepstack levels)`` wide."""
 
     def vision_weight_tensors(self, config: Any, ctx: GraphContext) -> list[WeightTensor]:
         return qwen3_vl_tower(_vision(config), _tower_tp(ctx))
@@ -233,9 +228,25 @@ class Qwen3_VL(_QwenVLBase, Qwen3):
         vc = _vision(config)
         return _need(vc, "out_hidden_size") * (1 + len(vc.get("deepstack_visual_indexes") or []))
 
+
+class _Qwen3VLDeepstack(_Qwen3VLTower):
+    """Qwen3-VL's language-model side (dense or MoE text): interleaved M-RoPE whose cache has one
+    row per position from 0.32.0 (qwen3_vl.py::mrope_positions_factor: 1 without video pruning)
+    and the deepstack input-embedding buffers (:func:`deepstack_buffers`)."""
+
+    mrope_factor_one_from = (0, 32)
+    weights_read_batch_tokens = True  # the deepstack input-embedding buffers (deepstack_buffers)
+
     def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
-        return (self._with_mrope(super().weight_tensors(ctx), ctx) + self.tower_tensors(self.config, ctx)
-                + deepstack_buffers(self, ctx))
+        return (self._with_mrope(super().weight_tensors(ctx), ctx)  # type: ignore[misc]
+                + self.tower_tensors(self.config, ctx) + deepstack_buffers(self, ctx))  # type: ignore[attr-defined]
+
+
+@register
+class Qwen3_VL(_Qwen3VLDeepstack, Qwen3):
+    """Qwen3-VL (dense text): the Qwen3 decoder with interleaved M-RoPE plus the deepstack ViT."""
+
+    architectures = ("Qwen3VLForConditionalGeneration", "Qwen3VLForEmbedding")
 
 
 def deepstack_buffers(adapter: Any, ctx: GraphContext) -> list[WeightTensor]:
@@ -380,35 +391,23 @@ class Mllama(VisionEncoderMixin, LlamaLike):
 
     def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
         cfg = self.config
-        tp = ctx.tensor_parallel_size
-        h, hd = cfg.hidden_size, cfg.head_dim
-        q_rows = cfg.num_attention_heads // tp * hd
-        kv_rows = self.kv_heads_per_rank(tp) * hd
-        inter = cfg.intermediate_size // tp
-        start, end = self.layer_range(ctx)
-        cross = sum(1 for i in range(start, end) if i in self.cross_layers())
-        n = end - start
-        first = ctx.pipeline_rank == 0
-        last = ctx.pipeline_rank == ctx.pipeline_parallel_size - 1
+        span = self.rank_span(ctx)
+        tp, h, n = span.tp, span.hidden, span.layers
+        cross = sum(1 for i in range(span.start, span.end) if i in self.cross_layers())
         out: list[WeightTensor] = []
-        if first:
+        if span.first:  # 8 extra rows for the image tokens
             out.append(WeightTensor("model.embed_tokens", "embedding", pad_vocab(cfg.vocab_size + 8) // tp, h))
         if n:
-            out += [
-                WeightTensor("qkv_proj", "linear", q_rows + 2 * kv_rows, h, n, True, in_features_full=h),
-                WeightTensor("o_proj", "linear", h, q_rows, n, True, in_features_full=cfg.num_attention_heads * hd),
-                WeightTensor("mlp.gate_up_proj", "linear", 2 * inter, h, n, True, in_features_full=h),
-                WeightTensor("mlp.down_proj", "linear", h, inter, n, True, in_features_full=cfg.intermediate_size),
-                WeightTensor("input_layernorm+post_attention_layernorm", "norm", h, 1, 2 * n),
-            ]
+            out += llama_layer_tensors(cfg, tp=tp, kv_rows=self.kv_heads_per_rank(tp) * cfg.head_dim, count=n,
+                                       attn_prefix="")
+            out.append(WeightTensor("input_layernorm+post_attention_layernorm", "norm", h, 1, 2 * n))
             if cross:
-                out += [WeightTensor("cross_attn.q_norm+k_norm", "norm", hd, 1, 2 * cross),
+                out += [WeightTensor("cross_attn.q_norm+k_norm", "norm", cfg.head_dim, 1, 2 * cross),
                         WeightTensor("cross_attn_attn_gate+cross_attn_mlp_gate", "norm", 1, 1, 2 * cross)]
             positions, rotary_dim = _rope(cfg)
             out.append(WeightTensor("rotary_emb.cos_sin_cache", "buffer", positions, rotary_dim))
-        if last:
-            out += [WeightTensor("model.norm", "norm", h, 1),
-                    WeightTensor("lm_head", "lm_head", pad_vocab(cfg.vocab_size) // tp, h)]
+        if span.last:
+            out += [WeightTensor("model.norm", "norm", h, 1), WeightTensor("lm_head", "lm_head", span.vocab_rows, h)]
         return out + self.tower_tensors(cfg, ctx)
 
     def kv_cache_specs(self, ctx: GraphContext) -> dict[str, Any]:

@@ -61,6 +61,17 @@ def _section(block: Any, key: str, index: int) -> Mapping[str, Any]:
     return sec
 
 
+def _builds(sec: Mapping[str, Any], index: int, what: str, block: str) -> bool:
+    """Whether the section builds its block (False: ``no_op``); vLLM 0.33.0 refuses a block
+    ``replace_with_linear`` turns into one linear layer."""
+    if sec.get("no_op", False):
+        return False
+    if sec.get("replace_with_linear", False):
+        raise UnsupportedArchitecture(f"block_configs[{index}] replaces {what} with a linear layer",
+                                      hint=f"vLLM 0.33.0 builds only no-op or {block} blocks")
+    return True
+
+
 @register
 class DeciLM(LlamaLike):
     """Per-layer Llama blocks from ``block_configs``."""
@@ -80,23 +91,13 @@ class DeciLM(LlamaLike):
             attn = _section(blocks[i], "attention", i)
             ffn = _section(blocks[i], "ffn", i)
             kv: int | None = None
-            if not attn.get("no_op", False):
-                if attn.get("replace_with_linear", False):
-                    raise UnsupportedArchitecture(
-                        f"block_configs[{i}] replaces attention with a linear layer",
-                        hint="vLLM 0.33.0 builds only no-op or attention blocks",
-                    )
+            if _builds(attn, i, "attention", "attention"):
                 group = attn.get("n_heads_in_group")
                 if not isinstance(group, int) or group < 1 or cfg.num_attention_heads % group:
                     raise UsageError(f"block_configs[{i}].attention.n_heads_in_group is {group!r}")
                 kv = cfg.num_attention_heads // group
             inter: int | None = None
-            if not ffn.get("no_op", False):
-                if ffn.get("replace_with_linear", False):
-                    raise UnsupportedArchitecture(
-                        f"block_configs[{i}] replaces the FFN with a linear layer",
-                        hint="vLLM 0.33.0 builds only no-op or MLP blocks",
-                    )
+            if _builds(ffn, i, "the FFN", "MLP"):
                 mult = ffn.get("ffn_mult")
                 if isinstance(mult, (int, float)) and not isinstance(mult, bool):
                     inter = ffn_mult_to_intermediate_size(float(mult), cfg.hidden_size)

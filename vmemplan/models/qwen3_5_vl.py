@@ -11,29 +11,19 @@ levels)`` wide (the released Qwen3.5 configs have no deepstack levels).
 
 from __future__ import annotations
 
-from typing import Any
-
 from vmemplan.core.graph import GraphContext, WeightTensor
 from vmemplan.models.base import register
 from vmemplan.models.hybrid_qwen import Qwen3_5
-from vmemplan.models.multimodal import _QwenVLBase
-from vmemplan.models.vision_towers import _need, _tower_tp, _vision, qwen3_vl_tower
+from vmemplan.models.multimodal import _Qwen3VLTower
 
 __all__ = ["Qwen3_5_VL"]
 
 
 @register
-class Qwen3_5_VL(_QwenVLBase, Qwen3_5):
+class Qwen3_5_VL(_Qwen3VLTower, Qwen3_5):
     """Qwen3.5's hybrid decoder plus the Qwen3-VL vision tower."""
 
     architectures = ("Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration")
-
-    def vision_weight_tensors(self, config: Any, ctx: GraphContext) -> list[WeightTensor]:
-        return qwen3_vl_tower(_vision(config), _tower_tp(ctx))
-
-    def encoder_output_width(self, config: Any) -> int:
-        vc = _vision(config)
-        return _need(vc, "out_hidden_size") * (1 + len(vc.get("deepstack_visual_indexes") or []))
 
     def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
         return Qwen3_5.weight_tensors(self, ctx) + self.tower_tensors(self.config, ctx)

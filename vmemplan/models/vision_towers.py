@@ -42,6 +42,11 @@ def _enc(name: str, rows: int, cols: int = 1, count: int = 1) -> WeightTensor:
     return WeightTensor(f"visual.{name}", "encoder", rows, cols, count)
 
 
+def _patch_input(vc: Mapping[str, Any]) -> tuple[int, int, int]:
+    """(patch size, image size, input channels) of a ViT's patch embedding."""
+    return _need(vc, "patch_size"), _need(vc, "image_size"), int(vc.get("num_channels", 3))
+
+
 def _tower_tp(ctx: GraphContext) -> int:
     return 1 if ctx.mm_encoder_tp_mode == "data" else ctx.tensor_parallel_size
 
@@ -175,9 +180,7 @@ def _clip_like(vc: Mapping[str, Any], tp: int, layers: int, *, class_token: bool
     c = _need(vc, "hidden_size")
     heads = _need(vc, "num_attention_heads")
     inter = _need(vc, "intermediate_size")
-    patch = _need(vc, "patch_size")
-    size = _need(vc, "image_size")
-    chans = int(vc.get("num_channels", 3))
+    patch, size, chans = _patch_input(vc)
     _split(heads, tp, "attention heads")
     q = _split(c, tp, "width")
     i = _split(inter, tp, "MLP width")
@@ -242,11 +245,9 @@ def mllama_tower(vc: Mapping[str, Any], tp: int, text_hidden: int) -> list[Weigh
     glob = _need(vc, "num_global_layers")
     heads = _need(vc, "attention_heads", "num_attention_heads")
     inter = _need(vc, "intermediate_size")
-    patch = _need(vc, "patch_size")
-    size = _need(vc, "image_size")
+    patch, size, chans = _patch_input(vc)
     tiles = _need(vc, "max_num_tiles")
     out_dim = _need(vc, "vision_output_dim")
-    chans = int(vc.get("num_channels", 3))
     ratios = vc.get("supported_aspect_ratios")
     n_ratios = len(ratios) if isinstance(ratios, list) and ratios else 8
     n = local + glob
