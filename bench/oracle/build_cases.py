@@ -36,7 +36,8 @@ MULTIMODAL.update({"zai-org--GLM-4.1V-9B-Thinking.synthetic": (1, 2), "zai-org--
 # no flag; the TPs to run where the default TP > 1 would not divide the heads (vmemplan/models/pooling_decoders.py)
 EMBEDDING = {"LlamaModel", "MistralModel", "Qwen2Model", "Gemma2Model", "Gemma3TextModel", "LlamaBidirectionalModel",
              "VoyageQwen3BidirectionalEmbedModel", "Lfm2BidirectionalModel", "DeepseekV3BidirectionalModel", "JinaEmbeddingsV5Model", "BertModel", "BertForMaskedLM", "BertSpladeSparseEmbeddingModel",
-             "RobertaModel", "RobertaForMaskedLM", "XLMRobertaModel", "BgeM3EmbeddingModel", "ModernBertModel"}
+             "RobertaModel", "RobertaForMaskedLM", "XLMRobertaModel", "BgeM3EmbeddingModel", "ModernBertModel",
+             "GteModel", "NomicBertModel"}
 EMBEDDING_TPS = {"google--embeddinggemma-300m.transcribed": (1, 3)}
 # skip a file whose twin is a plain copy of the same checkpoint
 SKIP_SUFFIXES = (".hf_quant_config.json",)
