@@ -14,9 +14,8 @@ from __future__ import annotations
 from typing import Any
 
 from vmemplan.core.errors import ModelConfigError
-from vmemplan.core.graph import GraphContext, WeightTensor, attention_scales
+from vmemplan.core.graph import GraphContext, WeightTensor
 from vmemplan.models.base import register
-from vmemplan.models.dense import pad_vocab
 from vmemplan.models.hybrid import (
     HybridAdapter,
     LayerKind,
@@ -25,28 +24,29 @@ from vmemplan.models.hybrid import (
     mamba2_state,
     state_dtypes,
 )
-from vmemplan.models.hybrid_mamba import MAMBA2_CHECKPOINT_SINCE, mamba2_mixer_tensors
+from vmemplan.models.mixer_blocks import (
+    Mamba2CheckpointPage,
+    embedding_tensors,
+    gqa_attention_tensors,
+    head_tensors,
+    mamba2_mixer_tensors,
+    mlp_tensors,
+    need_int,
+)
 
 __all__ = ["FalconH1"]
 
 
 @register
-class FalconH1(HybridAdapter):
+class FalconH1(Mamba2CheckpointPage, HybridAdapter):
     """Falcon-H1: attention + Mamba-2 in every layer (``layers_block_type`` is "hybrid"
     throughout, transformers FalconH1Config)."""
 
     architectures = ("FalconH1ForCausalLM",)
     attention_layer_name = "model.layers.{i}.attn"
 
-    def _get(self, key: str, default=None):
-        v = self.config.text.get(key, default)
-        return default if v is None else v
-
     def _need(self, key: str) -> int:
-        value = self.config.text.get(key)
-        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-            raise ModelConfigError(f"config.json lacks {key!r} (needed for Falcon-H1's Mamba-2 layers)")
-        return value
+        return need_int(self.config.text, key, " (needed for Falcon-H1's Mamba-2 layers)")
 
     def layer_kinds(self) -> tuple[LayerKind, ...]:
         return ("attention+mamba",) * self.config.num_hidden_layers
@@ -82,10 +82,6 @@ class FalconH1(HybridAdapter):
             num_spec=ctx.num_speculative_tokens, conv_dtype=conv, ssm_dtype=ssm,
         )
 
-    def prefill_checkpoint_blocks(self, ctx: GraphContext, mode: str) -> int:
-        """MambaMixer2's one prefill-checkpoint page in "align" mode (as Nemotron-H)."""
-        return 1 if (mode == "align" and ctx.at_least(*MAMBA2_CHECKPOINT_SINCE)) else 0
-
     def validate_parallel(self, ctx: GraphContext) -> None:
         # transformers' FalconH1Config.validate_architecture (@strict), which vLLM runs on the config
         d, heads, head_dim = self.d_ssm(), self._need("mamba_n_heads"), self.config.text.get("mamba_d_head")
@@ -118,54 +114,36 @@ class FalconH1(HybridAdapter):
 
     def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
         cfg = self.config
-        tp = ctx.tensor_parallel_size
-        h = cfg.hidden_size
+        span = self.rank_span(ctx)
+        tp, h, n = span.tp, span.hidden, span.layers
         hd = self.attention_head_size
-        start, end = self.layer_range(ctx)
-        n = end - start
-        first = ctx.pipeline_rank == 0
-        last = ctx.pipeline_rank == ctx.pipeline_parallel_size - 1
-        lin, vec = self.linear, self.vector
-        vocab_rows = pad_vocab(cfg.vocab_size) // tp
-        out: list[WeightTensor] = []
-        if first:
-            out.append(WeightTensor("model.embed_tokens", "embedding", vocab_rows, h))
+        out = embedding_tensors(span)
         if n:
-            q_rows = cfg.num_attention_heads // tp * hd
-            kv_rows = self.attention_kv_heads(tp) * hd
-            out += [
-                lin("self_attn.qkv_proj", q_rows + 2 * kv_rows, h, n, in_full=h),
-                lin("self_attn.o_proj", h, q_rows, n, in_full=cfg.num_attention_heads * hd),
-                attention_scales("self_attn.attn", n),
-            ]
-            d_ssm, heads = self.d_ssm(), self._need("mamba_n_heads")
-            n_groups, d_state = int(self._get("mamba_n_groups", 1)), self._need("mamba_d_state")
-            mixer = mamba2_mixer_tensors(
-                tp=tp, hidden_size=h, intermediate_size=d_ssm, n_groups=n_groups, num_heads=heads,
-                state_size=d_state, conv_kernel=self._need("mamba_d_conv"),
-                use_conv_bias=bool(self._get("mamba_conv_bias", True)),
-                use_bias=bool(self._get("mamba_proj_bias", False)), count=n, prefix="mamba.mamba",
-            )
-            if not self._get("mamba_rms_norm", False):
-                # Mixer2RMSNormGated registers no weight when use_rms_norm is False
-                mixer = [t for t in mixer if t.name != "mamba.mamba.norm"]
-            out += mixer
-            # the per-block muP scaling vector of in_proj's output (FalconH1SSMDecoderLayer._init_mup_vector),
-            # a buffer in the model dtype over the rank's in_proj rows (groups padded for tp)
-            groups = n_groups + extra_groups_for_head_shards(n_groups, tp)
-            out.append(WeightTensor("mamba.mup_vector", "buffer", 1, (2 * d_ssm + 2 * groups * d_state + heads) // tp, n))
-            inter = cfg.intermediate_size
-            out += [
-                lin("feed_forward.gate_up_proj", 2 * inter // tp, h, n, in_full=h),
-                lin("feed_forward.down_proj", h, inter // tp, n, in_full=inter),
-                vec("input_layernorm+pre_ff_layernorm", h, 2 * n),
-            ]
+            out += gqa_attention_tensors("self_attn", tp=tp, hidden=h, heads=cfg.num_attention_heads,
+                                         kv_heads_local=self.attention_kv_heads(tp), head_dim=hd, count=n)
+            out += self._mamba_tensors(tp, n)
+            out += mlp_tensors("feed_forward", tp=tp, hidden=h, inter=cfg.intermediate_size, count=n)
+            out.append(self.vector("input_layernorm+pre_ff_layernorm", h, 2 * n))
             # one shared rotary cos/sin cache (get_rope's cache), max_position_embeddings x rotary_dim
             rotary_dim = int(self._get("attn_rotary_emb", hd))
             out.append(WeightTensor("rotary_emb.cos_sin_cache", "buffer", int(self._get("max_position_embeddings", 8192)),
                                     rotary_dim))
-        if last:
-            out.append(vec("model.final_layernorm", h, 1))
-            if not (cfg.tie_word_embeddings and first):
-                out.append(WeightTensor("lm_head", "lm_head", vocab_rows, h))
-        return out
+        return out + head_tensors(span, norm="model.final_layernorm", tied=cfg.tie_word_embeddings)
+
+    def _mamba_tensors(self, tp: int, n: int) -> list[WeightTensor]:
+        """Each layer's MambaMixer2 (``mamba.mamba``) and its muP vector."""
+        d_ssm, heads = self.d_ssm(), self._need("mamba_n_heads")
+        n_groups, d_state = int(self._get("mamba_n_groups", 1)), self._need("mamba_d_state")
+        mixer = mamba2_mixer_tensors(
+            tp=tp, hidden_size=self.config.hidden_size, intermediate_size=d_ssm, n_groups=n_groups, num_heads=heads,
+            state_size=d_state, conv_kernel=self._need("mamba_d_conv"),
+            use_conv_bias=bool(self._get("mamba_conv_bias", True)),
+            use_bias=bool(self._get("mamba_proj_bias", False)), count=n, prefix="mamba.mamba",
+        )
+        if not self._get("mamba_rms_norm", False):
+            # Mixer2RMSNormGated registers no weight when use_rms_norm is False
+            mixer = [t for t in mixer if t.name != "mamba.mamba.norm"]
+        # the per-block muP scaling vector of in_proj's output (FalconH1SSMDecoderLayer._init_mup_vector),
+        # a buffer in the model dtype over the rank's in_proj rows (groups padded for tp)
+        groups = n_groups + extra_groups_for_head_shards(n_groups, tp)
+        return mixer + [WeightTensor("mamba.mup_vector", "buffer", 1, (2 * d_ssm + 2 * groups * d_state + heads) // tp, n)]

@@ -13,31 +13,29 @@ attention has no rotary embedding unless ``position_embedding_type`` is "rope".
 from __future__ import annotations
 
 from vmemplan.core.errors import ModelConfigError
-from vmemplan.core.graph import GraphContext, WeightTensor, attention_scales
+from vmemplan.core.graph import GraphContext, WeightTensor
 from vmemplan.models.base import register, rope_cache_positions
-from vmemplan.models.dense import pad_vocab
-from vmemplan.models.hybrid import (
-    HybridAdapter,
-    LayerKind,
-    StateTensor,
-    experts_per_rank,
-    mamba2_state,
-    state_dtypes,
+from vmemplan.models.hybrid import HybridAdapter, LayerKind, StateTensor, mamba2_state, state_dtypes
+from vmemplan.models.mixer_blocks import (
+    Mamba2CheckpointPage,
+    embedding_tensors,
+    fused_expert_tensors,
+    gqa_attention_tensors,
+    head_tensors,
+    mamba2_mixer_tensors,
+    mlp_tensors,
+    need_int,
 )
-from vmemplan.models.hybrid_mamba import MAMBA2_CHECKPOINT_SINCE, mamba2_mixer_tensors
 
 __all__ = ["GraniteMoeHybrid"]
 
 
 def _need(text, key: str) -> int:
-    value = text.get(key)
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ModelConfigError(f"config.json lacks {key!r} (needed for the Mamba-2 layers)")
-    return value
+    return need_int(text, key, " (needed for the Mamba-2 layers)")
 
 
 @register
-class GraniteMoeHybrid(HybridAdapter):
+class GraniteMoeHybrid(Mamba2CheckpointPage, HybridAdapter):
     """Granite 4.0-H: ``layer_types`` picks a Mamba-2 mixer or grouped-query attention per
     layer; every layer then runs ``block_sparse_moe`` (when ``num_local_experts`` > 0) and
     ``shared_mlp`` (when ``shared_intermediate_size`` > 0)."""
@@ -45,10 +43,6 @@ class GraniteMoeHybrid(HybridAdapter):
     architectures = ("GraniteMoeHybridForCausalLM",)
     attention_layer_name = "model.layers.{i}.self_attn.attn"
     mamba_layer_name = "model.layers.{i}.mixer"
-
-    def _get(self, key: str, default=None):
-        v = self.config.text.get(key, default)
-        return default if v is None else v
 
     def layer_kinds(self) -> tuple[LayerKind, ...]:
         types = self.config.text.get("layer_types")
@@ -85,11 +79,6 @@ class GraniteMoeHybrid(HybridAdapter):
             num_spec=ctx.num_speculative_tokens, conv_dtype=conv, ssm_dtype=ssm,
         )
 
-    def prefill_checkpoint_blocks(self, ctx: GraphContext, mode: str) -> int:
-        """MambaMixer2's one prefill-checkpoint page in "align" mode (as Nemotron-H:
-        :meth:`vmemplan.models.hybrid_mamba.NemotronH.prefill_checkpoint_blocks`)."""
-        return 1 if (mode == "align" and ctx.at_least(*MAMBA2_CHECKPOINT_SINCE)) else 0
-
     def validate_parallel(self, ctx: GraphContext) -> None:
         super().validate_parallel(ctx)
         self.mamba_state(ctx)
@@ -104,66 +93,36 @@ class GraniteMoeHybrid(HybridAdapter):
         return routed + int(self._get("shared_intermediate_size", 0))
 
     def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
-        cfg = self.config
-        t = cfg.text
-        tp = ctx.tensor_parallel_size
-        h = cfg.hidden_size
+        cfg, t = self.config, self.config.text
+        span = self.rank_span(ctx)
+        tp, h, n = span.tp, span.hidden, span.layers
         hd = self.attention_head_size
-        kinds = self.layer_kinds()
-        start, end = self.layer_range(ctx)
-        rng = range(start, end)
-        first = ctx.pipeline_rank == 0
-        last = ctx.pipeline_rank == ctx.pipeline_parallel_size - 1
-        lin, vec = self.linear, self.vector
-        vocab_rows = pad_vocab(cfg.vocab_size) // tp
-        n_attn = sum(1 for i in rng if kinds[i] == "attention")
-        n_mamba = len(rng) - n_attn
-        out: list[WeightTensor] = []
-        if first:
-            out.append(WeightTensor("model.embed_tokens", "embedding", vocab_rows, h))
-        if n_attn:
-            q_rows = cfg.num_attention_heads // tp * hd
-            kv_rows = self.attention_kv_heads(tp) * hd
-            out += [
-                lin("self_attn.qkv_proj", q_rows + 2 * kv_rows, h, n_attn, in_full=h),
-                lin("self_attn.o_proj", h, q_rows, n_attn, in_full=h),
-                attention_scales("self_attn.attn", n_attn),
-            ]
-            if self._get("attention_bias", False):
-                out += [vec("self_attn.qkv_proj.bias", q_rows + 2 * kv_rows, n_attn, kind="bias"),
-                        vec("self_attn.o_proj.bias", h, n_attn, kind="bias")]
+        kinds = self.stage_kinds(span)
+        out = embedding_tensors(span)
+        if kinds["attention"]:
+            bias = bool(self._get("attention_bias", False))
+            out += gqa_attention_tensors("self_attn", tp=tp, hidden=h, heads=cfg.num_attention_heads,
+                                         kv_heads_local=self.attention_kv_heads(tp), head_dim=hd,
+                                         count=kinds["attention"], out_in_full=h, qkv_bias=bias, out_bias=bias)
             if self._get("position_embedding_type", "nope") == "rope":
                 positions, _ = rope_cache_positions(cfg)
                 out.append(WeightTensor("rotary_emb.cos_sin_cache", "buffer", positions, hd))
-        if n_mamba:
+        if kinds["mamba"]:
             out += mamba2_mixer_tensors(
                 tp=tp, hidden_size=h, intermediate_size=self._inner(), n_groups=int(self._get("mamba_n_groups", 1)),
                 num_heads=_need(t, "mamba_n_heads"), state_size=_need(t, "mamba_d_state"),
                 conv_kernel=_need(t, "mamba_d_conv"), use_conv_bias=bool(self._get("mamba_conv_bias", True)),
-                use_bias=bool(self._get("mamba_proj_bias", False)), count=n_mamba, prefix="mamba",
+                use_bias=bool(self._get("mamba_proj_bias", False)), count=kinds["mamba"], prefix="mamba",
             )
-        n = len(rng)
         e = int(self._get("num_local_experts", 0))
         if n and e:
-            inter = _need(t, "intermediate_size")
-            local, div = experts_per_rank(e, ctx)
-            out += [
-                WeightTensor("block_sparse_moe.gate", "router", e, h, n),
-                WeightTensor("block_sparse_moe.experts.w13", "expert", 2 * inter // div, h, local * n, True,
-                             in_features_full=h, allocations=n),
-                WeightTensor("block_sparse_moe.experts.w2", "expert", h, inter // div, local * n, True,
-                             in_features_full=inter, allocations=n),
-            ]
+            out.append(WeightTensor("block_sparse_moe.gate", "router", e, h, n))
+            out += fused_expert_tensors("block_sparse_moe.experts", num_experts=e, inter=_need(t, "intermediate_size"),
+                                        hidden=h, count=n, ctx=ctx)
         shared = int(self._get("shared_intermediate_size", 0))
         if n and shared:
-            out += [
-                lin("shared_mlp.input_linear", 2 * shared // tp, h, n, in_full=h),
-                lin("shared_mlp.output_linear", h, shared // tp, n, in_full=shared),
-            ]
+            out += mlp_tensors("shared_mlp", tp=tp, hidden=h, inter=shared, count=n,
+                               names=("input_linear", "output_linear"))
         if n:
-            out.append(vec("input_layernorm+post_attention_layernorm", h, 2 * n))
-        if last:
-            out.append(vec("model.norm", h, 1))
-            if not (cfg.tie_word_embeddings and first):
-                out.append(WeightTensor("lm_head", "lm_head", vocab_rows, h))
-        return out
+            out.append(self.vector("input_layernorm+post_attention_layernorm", h, 2 * n))
+        return out + head_tensors(span, tied=cfg.tie_word_embeddings)

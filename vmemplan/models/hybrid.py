@@ -20,6 +20,7 @@ Arithmetic is over integers only; no torch.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -28,8 +29,7 @@ from vmemplan.core.graph import GraphContext, WeightTensor
 from vmemplan.core.kv_specs import FullAttentionSpec, MambaSpec, MLAAttentionSpec, kv_dtype_bytes
 from vmemplan.core.units import dtype_bytes
 from vmemplan.laws.moe import moe_shard
-from vmemplan.models.base import Adapter
-from vmemplan.models.dense import pp_layer_range
+from vmemplan.models.base import Adapter, RankSpan, pp_layer_range
 
 __all__ = [
     "StateTensor",
@@ -342,6 +342,11 @@ class HybridAdapter(Adapter):
     mamba_layer_name = "model.layers.{i}.mixer"
 
     # -- what subclasses state --------------------------------------------------------
+    def _get(self, key: str, default=None):
+        """``config.text[key]``, with ``default`` also for a null value."""
+        v = self.config.text.get(key, default)
+        return default if v is None else v
+
     def layer_kinds(self) -> tuple[LayerKind, ...]:  # pragma: no cover - abstract
         raise NotImplementedError
 
@@ -387,6 +392,10 @@ class HybridAdapter(Adapter):
     def mamba_cache_mode(self, ctx: GraphContext) -> str:
         """The mode vLLM runs: see :func:`default_mamba_cache_mode`."""
         return default_mamba_cache_mode(ctx.enable_prefix_caching, ctx.mamba_cache_mode)
+
+    def stage_kinds(self, span: RankSpan) -> Counter[str]:
+        """How many layers of each :data:`LayerKind` the stage ``span`` holds."""
+        return Counter(self.layer_kinds()[span.start:span.end])
 
     def num_recurrent_layers(self) -> int:
         return sum(1 for k in self.layer_kinds() if "mamba" in k)

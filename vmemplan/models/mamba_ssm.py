@@ -12,19 +12,17 @@ cache runs in "none" mode with one page of ``max_model_len`` tokens per request.
 
 from __future__ import annotations
 
-from vmemplan.core.errors import ModelConfigError, UsageError
 from vmemplan.core.graph import GraphContext, WeightTensor
 from vmemplan.models.base import register
-from vmemplan.models.dense import pad_vocab
-from vmemplan.models.hybrid import (
-    HybridAdapter,
-    LayerKind,
-    StateTensor,
-    mamba1_state,
-    mamba2_state,
-    state_dtypes,
+from vmemplan.models.hybrid import HybridAdapter, LayerKind, StateTensor, mamba1_state, mamba2_state, state_dtypes
+from vmemplan.models.mixer_blocks import (
+    Mamba2CheckpointPage,
+    embedding_tensors,
+    head_tensors,
+    mamba1_mixer_tensors,
+    mamba2_mixer_tensors,
+    need_int,
 )
-from vmemplan.models.hybrid_mamba import MAMBA2_CHECKPOINT_SINCE, mamba2_mixer_tensors
 
 __all__ = ["Mamba1", "Mamba2"]
 
@@ -42,15 +40,8 @@ class _AttentionFreeSSM(HybridAdapter):
     #: transformers' default for ``tie_word_embeddings`` when the config omits it
     tie_default = True
 
-    def _get(self, key: str, default=None):
-        v = self.config.text.get(key, default)
-        return default if v is None else v
-
     def _need(self, key: str) -> int:
-        value = self.config.text.get(key)
-        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-            raise ModelConfigError(f"config.json lacks {key!r} (needed for the Mamba layers)")
-        return value
+        return need_int(self.config.text, key, " (needed for the Mamba layers)")
 
     def layer_kinds(self) -> tuple[LayerKind, ...]:
         return ("mamba",) * self.config.num_hidden_layers
@@ -86,26 +77,13 @@ class _AttentionFreeSSM(HybridAdapter):
         raise NotImplementedError
 
     def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
-        cfg = self.config
-        tp = ctx.tensor_parallel_size
-        h = cfg.hidden_size
-        start, end = self.layer_range(ctx)
-        n = end - start
-        first = ctx.pipeline_rank == 0
-        last = ctx.pipeline_rank == ctx.pipeline_parallel_size - 1
-        vocab_rows = pad_vocab(cfg.vocab_size) // tp
-        out: list[WeightTensor] = []
-        if first:
-            out.append(WeightTensor("backbone.embeddings", "embedding", vocab_rows, h))
-        if n:
-            out += self.mixer_tensors(ctx, n)
-            out.append(self.vector("backbone.layers.norm", h, n))
-        if last:
-            out.append(self.vector("backbone.norm_f", h, 1))
-            tied = bool(cfg.text.get("tie_word_embeddings", self.tie_default))
-            if not (tied and first):
-                out.append(WeightTensor("lm_head", "lm_head", vocab_rows, h))
-        return out
+        span = self.rank_span(ctx)
+        out = embedding_tensors(span, "backbone.embeddings")
+        if span.layers:
+            out += self.mixer_tensors(ctx, span.layers)
+            out.append(self.vector("backbone.layers.norm", span.hidden, span.layers))
+        tied = bool(self.config.text.get("tie_word_embeddings", self.tie_default))
+        return out + head_tensors(span, norm="backbone.norm_f", tied=tied)
 
 
 @register
@@ -137,35 +115,15 @@ class Mamba1(_AttentionFreeSSM):
                             conv_dtype=conv, ssm_dtype=ssm)
 
     def mixer_tensors(self, ctx: GraphContext, count: int) -> list[WeightTensor]:
-        tp = ctx.tensor_parallel_size
-        h = self.config.hidden_size
-        inner = self._inner()
-        if inner % tp:
-            raise UsageError(f"--tensor-parallel-size {tp} does not divide the {inner} Mamba channels")
-        ip = inner // tp
-        ds, r, k = self._need("state_size"), self._dt_rank(), self._need("conv_kernel")
-        lin, vec = self.linear, self.vector
-        nq = dict(quantizable=False)  # MambaMixer passes no quant_config to its linears
-        out = [
-            lin("mixer.conv1d", ip, k, count, **nq),
-            lin("mixer.in_proj", 2 * ip, h, count, **nq),
-            lin("mixer.x_proj", r + 2 * ds, ip, count, **nq),
-            lin("mixer.dt_proj", ip, r, count, **nq),
-            vec("mixer.dt_proj.bias", ip, count, kind="bias"),
-            WeightTensor("mixer.A", "bias", ip, ds, count, False, "float32"),
-            vec("mixer.D", ip, count, kind="bias"),
-            lin("mixer.out_proj", h, ip, count, **nq),
-        ]
-        if self._get("use_conv_bias", True):
-            out.append(vec("mixer.conv1d.bias", ip, count, kind="bias"))
-        if self._get("use_bias", False):
-            out += [vec("mixer.in_proj.bias", 2 * ip, count, kind="bias"),
-                    vec("mixer.out_proj.bias", h, count, kind="bias")]
-        return out
+        return mamba1_mixer_tensors(
+            tp=ctx.tensor_parallel_size, hidden_size=self.config.hidden_size, intermediate_size=self._inner(),
+            state_size=self._need("state_size"), dt_rank=self._dt_rank(), conv_kernel=self._need("conv_kernel"),
+            count=count, conv_bias=bool(self._get("use_conv_bias", True)), proj_bias=bool(self._get("use_bias", False)),
+        )
 
 
 @register
-class Mamba2(_AttentionFreeSSM):
+class Mamba2(Mamba2CheckpointPage, _AttentionFreeSSM):
     """Mamba-2: MambaMixer2 (gated RMSNorm with a weight) built with the model's quant config;
     the mixer's width is the config's ``intermediate_size`` when it has one, else ``expand x
     hidden`` (the state always uses ``expand x hidden``: Mamba2ForCausalLM.
@@ -182,10 +140,6 @@ class Mamba2(_AttentionFreeSSM):
             state_size=self._need("state_size"), conv_kernel=self._need("conv_kernel"),
             num_spec=ctx.num_speculative_tokens, conv_dtype=conv, ssm_dtype=ssm,
         )
-
-    def prefill_checkpoint_blocks(self, ctx: GraphContext, mode: str) -> int:
-        """MambaMixer2's one prefill-checkpoint page in "align" mode (as Nemotron-H)."""
-        return 1 if (mode == "align" and ctx.at_least(*MAMBA2_CHECKPOINT_SINCE)) else 0
 
     def mixer_tensors(self, ctx: GraphContext, count: int) -> list[WeightTensor]:
         inner = self.config.text.get("intermediate_size")

@@ -16,18 +16,11 @@ from typing import Any
 from vmemplan.core.errors import ModelConfigError
 from vmemplan.core.graph import GraphContext, WeightTensor, attention_scales
 from vmemplan.models.base import register, rope_cache_positions
-from vmemplan.models.dense import pad_vocab
 from vmemplan.models.hybrid import HybridAdapter, LayerKind, StateTensor, _divide, mamba2_state, state_dtypes
-from vmemplan.models.hybrid_mamba import MAMBA2_CHECKPOINT_SINCE, mamba2_mixer_tensors
+from vmemplan.models.mixer_blocks import Mamba2CheckpointPage, mamba2_mixer_tensors, mlp_tensors
+from vmemplan.models.mixer_blocks import need_int as _need
 
 __all__ = ["Zamba2", "zamba2_attention_index"]
-
-
-def _need(text, key: str) -> int:
-    value = text.get(key)
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ModelConfigError(f"config.json lacks {key!r}")
-    return value
 
 
 def zamba2_attention_index(hybrid_index: int, num_hybrid: int, num_mem_blocks: int) -> int:
@@ -39,16 +32,12 @@ def zamba2_attention_index(hybrid_index: int, num_hybrid: int, num_mem_blocks: i
 
 
 @register
-class Zamba2(HybridAdapter):
+class Zamba2(Mamba2CheckpointPage, HybridAdapter):
     """Zamba2: ``layers_block_type`` lists "mamba" (or "linear_attention") / "hybrid"; a hybrid layer holds a Mamba-2
     mixer *and* (through its shared block) an attention cache.  Shared-block weights are
     held once per block; adapters, ``linear`` and attention scales once per use."""
 
     architectures = ("Zamba2ForCausalLM",)
-
-    def _get(self, key: str, default=None):
-        v = self.config.text.get(key, default)
-        return default if v is None else v
 
     def _types(self) -> list[str]:
         types = self.config.text.get("layers_block_type")
@@ -100,10 +89,6 @@ class Zamba2(HybridAdapter):
             num_spec=ctx.num_speculative_tokens, conv_dtype=conv, ssm_dtype=ssm,
         )
 
-    def prefill_checkpoint_blocks(self, ctx: GraphContext, mode: str) -> int:
-        """MambaMixer2's one prefill-checkpoint page in "align" mode (as Granite 4.0-H)."""
-        return 1 if (mode == "align" and ctx.at_least(*MAMBA2_CHECKPOINT_SINCE)) else 0
-
     def validate_parallel(self, ctx: GraphContext) -> None:
         super().validate_parallel(ctx)
         if ctx.pipeline_parallel_size > 1:
@@ -151,15 +136,13 @@ class Zamba2(HybridAdapter):
         rank = int(self._get("adapter_rank", 128))
         bias = bool(self._get("add_bias_linear", False))
         lin, vec = self.linear, self.vector
-        vocab_rows = pad_vocab(cfg.vocab_size) // tp
-        out = [WeightTensor("model.embed_tokens", "embedding", vocab_rows, h)]  # lm_head tied
+        out = [WeightTensor("model.embed_tokens", "embedding", self.rank_span(ctx).vocab_rows, h)]  # lm_head tied
         if n_h:
             out += [
                 # the num_mem_blocks shared blocks (Zamba2AttentionDecoderLayer), each held once
                 lin("shared.self_attn.qkv_proj", 3 * q_rows, a, m, in_full=a),
                 lin("shared.self_attn.o_proj", h, a // tp, m, in_full=a),
-                lin("shared.feed_forward.gate_up_proj", 2 * inter // tp, h, m, in_full=h),
-                lin("shared.feed_forward.down_proj", h, inter // tp, m, in_full=inter),
+                *mlp_tensors("shared.feed_forward", tp=tp, hidden=h, inter=inter, count=m),
                 vec("shared.input_layernorm", 2 * h, m),
                 vec("shared.pre_ff_layernorm", h, m),
                 # one per use: its Attention's scales, MLP LoRA (A gathers, B column-split),
