@@ -32,7 +32,6 @@ Everything here is pure arithmetic on integers; no rich/typer/yaml at import tim
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -40,6 +39,7 @@ from typing import Any, Literal
 from vmemplan.core.errors import UsageError
 from vmemplan.core.graph import GraphContext
 from vmemplan.core.units import cdiv
+from vmemplan.laws.multimodal import fit_pixel_bounds
 
 __all__ = [
     "Binding",
@@ -447,15 +447,7 @@ def _smart_resize(height: int, width: int, factor: int, min_pixels: int, max_pix
         raise UsageError(f"image {width}x{height}: aspect ratio above {_QWEN_MAX_ASPECT} is refused by the processor")
     h = max(factor, round(height / factor) * factor)
     w = max(factor, round(width / factor) * factor)
-    if h * w > max_pixels:
-        beta = math.sqrt(height * width / max_pixels)
-        h = max(factor, math.floor(height / beta / factor) * factor)
-        w = max(factor, math.floor(width / beta / factor) * factor)
-    elif h * w < min_pixels:
-        beta = math.sqrt(min_pixels / (height * width))
-        h = math.ceil(height * beta / factor) * factor
-        w = math.ceil(width * beta / factor) * factor
-    return h, w
+    return fit_pixel_bounds(height, width, h, w, factor=factor, min_pixels=min_pixels, max_pixels=max_pixels)
 
 
 def image_tokens(config: Mapping[str, Any], size: tuple[int, int] | None = None) -> tuple[int, str]:

@@ -34,6 +34,7 @@ __all__ = [
     "encoder_activation_bytes",
     "encoder_budget",
     "encoder_cache_bytes",
+    "fit_pixel_bounds",
     "limit_for",
     "mm_profile",
     "pixtral_image_tokens",
@@ -88,8 +89,19 @@ def smart_resize(height: int, width: int, *, factor: int, min_pixels: int, max_p
     if max(height, width) / min(height, width) > QWEN_VL_MAX_ASPECT_RATIO:
         raise UsageError(f"image aspect ratio {max(height, width) / min(height, width):.0f} exceeds "
                          f"{QWEN_VL_MAX_ASPECT_RATIO}: the Qwen-VL processor refuses it")
-    h_bar = round(height / factor) * factor
-    w_bar = round(width / factor) * factor
+    return fit_pixel_bounds(height, width, round(height / factor) * factor, round(width / factor) * factor,
+                            factor=factor, min_pixels=min_pixels, max_pixels=max_pixels)
+
+
+def fit_pixel_bounds(height: int, width: int, h_bar: int, w_bar: int, *, factor: int, min_pixels: int,
+                     max_pixels: int) -> tuple[int, int]:
+    """The second step of the Qwen-VL ``smart_resize``: ``(h_bar, w_bar)``, the image's sides
+    already rounded to multiples of ``factor``, is kept when its area is within
+    ``[min_pixels, max_pixels]``; otherwise the original ``height x width`` is scaled by
+    ``beta`` down (floor, at least ``factor``) or up (ceil) to the bound, each side on the
+    ``factor`` grid.  transformers/models/qwen2_vl/image_processing_qwen2_vl.py::smart_resize,
+    imported by vllm/model_executor/models/qwen2_vl.py (0.33.0).
+    """
     if h_bar * w_bar > max_pixels:
         beta = math.sqrt(height * width / max_pixels)
         h_bar = max(factor, math.floor(height / beta / factor) * factor)
