@@ -14,8 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from vmemplan.core.graph import GraphContext, WeightTensor, attention_scales
-from vmemplan.core.kv_specs import FullAttentionSpec, SlidingWindowSpec, kv_dtype_bytes
-from vmemplan.core.units import dtype_bytes
+from vmemplan.core.kv_specs import FullAttentionSpec, SlidingWindowSpec
 from vmemplan.models.base import (  # noqa: F401 (pad_vocab, pp_layer_range: re-exported)
     VOCAB_PADDING,
     Adapter,
@@ -25,7 +24,7 @@ from vmemplan.models.base import (  # noqa: F401 (pad_vocab, pp_layer_range: re-
     register_generic,
     rope_cache_positions,
 )
-from vmemplan.models.dense_blocks import llama_layer_tensors
+from vmemplan.models.dense_blocks import kv_spec_fields, llama_layer_tensors
 
 __all__ = ["LlamaLike", "Qwen2", "Qwen3", "GenericDecoder", "pad_vocab", "pp_layer_range"]
 
@@ -172,9 +171,8 @@ class LlamaLike(Adapter):
         """
 
         cfg = self.config
-        heads = self.kv_heads_per_rank(ctx.tensor_parallel_size)
-        nbytes = kv_dtype_bytes(ctx.cache_dtype, dtype_bytes(ctx.model_dtype))
-        cache_dtype = ctx.model_dtype if ctx.cache_dtype == "auto" else ctx.cache_dtype
+        common = kv_spec_fields(ctx, num_kv_heads=self.kv_heads_per_rank(ctx.tensor_parallel_size),
+                                head_size=cfg.head_dim)
         start, end = self.layer_range(ctx)
         specs: dict[str, Any] = {}
         by_window: dict[int | None, Any] = {}  # one (frozen) spec object per layer kind
@@ -186,17 +184,8 @@ class LlamaLike(Adapter):
             window = windows[i]
             spec = by_window.get(window)
             if spec is None:
-                if window is not None:
-                    spec = SlidingWindowSpec(
-                        block_size=ctx.block_size, num_kv_heads=heads, head_size=cfg.head_dim,
-                        cache_dtype=cache_dtype, dtype_bytes=nbytes, sliding_window=window,
-                    )
-                else:
-                    spec = FullAttentionSpec(
-                        block_size=ctx.block_size, num_kv_heads=heads, head_size=cfg.head_dim,
-                        cache_dtype=cache_dtype, dtype_bytes=nbytes,
-                    )
-                by_window[window] = spec
+                spec = by_window[window] = (FullAttentionSpec(**common) if window is None
+                                            else SlidingWindowSpec(sliding_window=window, **common))
             specs[f"model.layers.{i}.self_attn.attn"] = spec
         return specs
 

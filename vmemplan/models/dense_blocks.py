@@ -4,7 +4,8 @@ is registered here).
 * :class:`EncoderOnly`: what every encoder-only embedding model (BERT, RoBERTa, ModernBERT)
   answers the same way: the pooling runner, no pipeline parallelism, no KV cache;
 * :func:`llama_layer_tensors`: the four linears of ``count`` Llama decoder layers;
-* :func:`rope_cache_per_base`: one rotary cache per distinct RoPE base of a stage's layers.
+* :func:`rope_cache_per_base`: one rotary cache per distinct RoPE base of a stage's layers;
+* :func:`kv_spec_fields`: the fields every attention layer's KV cache spec shares.
 """
 
 from __future__ import annotations
@@ -14,9 +15,11 @@ from typing import Any
 
 from vmemplan.core.errors import UsageError
 from vmemplan.core.graph import GraphContext, WeightTensor
+from vmemplan.core.kv_specs import kv_dtype_bytes
+from vmemplan.core.units import dtype_bytes
 from vmemplan.models.base import Adapter
 
-__all__ = ["EncoderOnly", "llama_layer_tensors", "rope_cache_per_base"]
+__all__ = ["EncoderOnly", "kv_spec_fields", "llama_layer_tensors", "rope_cache_per_base"]
 
 
 class EncoderOnly(Adapter):
@@ -86,3 +89,13 @@ def rope_cache_per_base(tensors: list[WeightTensor], bases: Iterable[float]) -> 
         r = rope[0]
         out.append(WeightTensor(r.name, r.kind, r.rows, r.cols, len(distinct), r.quantizable, r.dtype))
     return out
+
+
+def kv_spec_fields(ctx: GraphContext, *, num_kv_heads: int, head_size: int) -> dict[str, Any]:
+    """The keyword arguments every attention KV spec (full, sliding, chunked, cross) of a layer
+    takes: the block size, the per-rank KV heads and head size, the cache dtype as vLLM names it
+    (the model dtype for ``--kv-cache-dtype auto``) and its bytes per element
+    (vllm/model_executor/layers/attention/attention.py::Attention.get_kv_cache_spec, 0.33.0)."""
+    return dict(block_size=ctx.block_size, num_kv_heads=num_kv_heads, head_size=head_size,
+                cache_dtype=ctx.model_dtype if ctx.cache_dtype == "auto" else ctx.cache_dtype,
+                dtype_bytes=kv_dtype_bytes(ctx.cache_dtype, dtype_bytes(ctx.model_dtype)))

@@ -25,12 +25,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from vmemplan.core.graph import GraphContext, WeightTensor
-from vmemplan.core.kv_specs import CrossAttentionSpec, FullAttentionSpec, kv_dtype_bytes
+from vmemplan.core.kv_specs import CrossAttentionSpec, FullAttentionSpec
 from vmemplan.core.units import dtype_bytes
 from vmemplan.laws import multimodal as mm_law
 from vmemplan.models.base import register, rope_cache_positions
 from vmemplan.models.dense import LlamaLike, Qwen2, Qwen3, pad_vocab
-from vmemplan.models.dense_blocks import llama_layer_tensors
+from vmemplan.models.dense_blocks import kv_spec_fields, llama_layer_tensors
 from vmemplan.models.vision_towers import (
     _need,
     _tower_tp,
@@ -414,21 +414,15 @@ class Mllama(VisionEncoderMixin, LlamaLike):
         """Self-attention layers: FullAttentionSpec; cross-attention layers: CrossAttentionSpec
         (cached encoder tokens, ``cdiv(max_num_encoder_input_tokens, block)`` pages)."""
 
-        cfg = self.config
-        heads = self.kv_heads_per_rank(ctx.tensor_parallel_size)
-        nbytes = kv_dtype_bytes(ctx.cache_dtype, dtype_bytes(ctx.model_dtype))
-        cache_dtype = ctx.model_dtype if ctx.cache_dtype == "auto" else ctx.cache_dtype
+        common = kv_spec_fields(ctx, num_kv_heads=self.kv_heads_per_rank(ctx.tensor_parallel_size),
+                                head_size=self.config.head_dim)
         start, end = self.layer_range(ctx)
         specs: dict[str, Any] = {}
         for i in range(start, end):
             if i in self.cross_layers():
-                specs[f"language_model.model.layers.{i}.cross_attn.attn"] = CrossAttentionSpec(
-                    block_size=ctx.block_size, num_kv_heads=heads, head_size=cfg.head_dim,
-                    cache_dtype=cache_dtype, dtype_bytes=nbytes)
+                specs[f"language_model.model.layers.{i}.cross_attn.attn"] = CrossAttentionSpec(**common)
             else:
-                specs[f"language_model.model.layers.{i}.self_attn.attn"] = FullAttentionSpec(
-                    block_size=ctx.block_size, num_kv_heads=heads, head_size=cfg.head_dim,
-                    cache_dtype=cache_dtype, dtype_bytes=nbytes)
+                specs[f"language_model.model.layers.{i}.self_attn.attn"] = FullAttentionSpec(**common)
         return specs
 
     def prefix_caching_supported(self) -> bool:

@@ -9,7 +9,7 @@ shards a tower's linears over TP like the decoder, ``data`` keeps them whole.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from vmemplan.core.errors import ModelConfigError, UsageError
 from vmemplan.core.graph import GraphContext, WeightTensor
@@ -47,6 +47,29 @@ def _patch_input(vc: Mapping[str, Any]) -> tuple[int, int, int]:
     return _need(vc, "patch_size"), _need(vc, "image_size"), int(vc.get("num_channels", 3))
 
 
+class _MergerViT(NamedTuple):
+    """The dimensions of a Qwen-VL-style vision transformer (patch embed, blocks, patch merger)."""
+
+    width: int
+    depth: int
+    heads: int
+    intermediate: int
+    out: int  # the merger's output width (the text hidden size)
+    patch: int
+    temporal_patch: int
+    merge: int
+
+
+def _merger_vit(vc: Mapping[str, Any], *, width_keys: tuple[str, ...] = ("hidden_size",),
+                patch_keys: tuple[str, ...] = ("patch_size",)) -> _MergerViT:
+    """Read a Qwen-VL-style vision config (``depth`` / ``num_heads`` with their HF aliases;
+    temporal patch and spatial merge 2 by default)."""
+    return _MergerViT(
+        _need(vc, *width_keys), _need(vc, "depth", "num_hidden_layers"), _need(vc, "num_heads", "num_attention_heads"),
+        _need(vc, "intermediate_size"), _need(vc, "out_hidden_size"), _need(vc, *patch_keys),
+        int(vc.get("temporal_patch_size", 2)), int(vc.get("spatial_merge_size", 2)))
+
+
 def _tower_tp(ctx: GraphContext) -> int:
     return 1 if ctx.mm_encoder_tp_mode == "data" else ctx.tensor_parallel_size
 
@@ -79,14 +102,8 @@ def qwen2_5_vl_tower(vc: Mapping[str, Any], tp: int) -> list[WeightTensor]:
     Conv3d patch embed (no bias), ``depth`` blocks of [RMSNorm ×2, qkv (bias), proj (bias),
     gated MLP gate_up/down (bias)], a merger [RMSNorm, Linear(4c→4c), Linear(4c→out)] and a
     rotary cache of 8192 × head_dim/2."""
-    c = _need(vc, "hidden_size", "embed_dim")
-    depth = _need(vc, "depth", "num_hidden_layers")
-    heads = _need(vc, "num_heads", "num_attention_heads")
-    inter = _need(vc, "intermediate_size")
-    out = _need(vc, "out_hidden_size")
-    patch = _need(vc, "patch_size", "spatial_patch_size")
-    tpatch = int(vc.get("temporal_patch_size", 2))
-    merge = int(vc.get("spatial_merge_size", 2))
+    c, depth, heads, inter, out, patch, tpatch, merge = _merger_vit(
+        vc, width_keys=("hidden_size", "embed_dim"), patch_keys=("patch_size", "spatial_patch_size"))
     chans = int(vc.get("in_chans", vc.get("in_channels", 3)))
     _split(heads, tp, "attention heads")
     qkv = 3 * _split(c, tp, "width")
@@ -112,14 +129,7 @@ def qwen3_vl_tower(vc: Mapping[str, Any], tp: int) -> list[WeightTensor]:
     ``depth`` blocks of [LayerNorm ×2 (weight+bias), qkv (bias), proj (bias), fc1/fc2 (bias)],
     a merger and one deepstack merger per ``deepstack_visual_indexes`` entry (post-shuffle
     LayerNorm of 4c), and a rotary cache of 8192 × head_dim/2."""
-    c = _need(vc, "hidden_size")
-    depth = _need(vc, "depth", "num_hidden_layers")
-    heads = _need(vc, "num_heads", "num_attention_heads")
-    inter = _need(vc, "intermediate_size")
-    out = _need(vc, "out_hidden_size")
-    patch = _need(vc, "patch_size")
-    tpatch = int(vc.get("temporal_patch_size", 2))
-    merge = int(vc.get("spatial_merge_size", 2))
+    c, depth, heads, inter, out, patch, tpatch, merge = _merger_vit(vc)
     chans = int(vc.get("in_channels", vc.get("in_chans", 3)))
     npos = _need(vc, "num_position_embeddings")
     deep = len(vc.get("deepstack_visual_indexes") or [])
@@ -195,6 +205,8 @@ def _clip_like(vc: Mapping[str, Any], tp: int, layers: int, *, class_token: bool
     ]
     if class_token:
         out.append(t("embeddings.class_embedding", c))
+        # CLIPVisionEmbeddings' position_ids buffer: arange(num_positions), int64 (clip.py, 0.33.0)
+        out.append(WeightTensor(f"{prefix}.embeddings.position_ids", "buffer", 1, positions, dtype="int64"))
     else:
         out.append(t("embeddings.patch_embedding.bias", c))
     if pre_norm:

@@ -13,10 +13,10 @@ from typing import Any
 
 from vmemplan.core.errors import UsageError
 from vmemplan.core.graph import GraphContext, WeightTensor
-from vmemplan.core.kv_specs import ChunkedLocalAttentionSpec, FullAttentionSpec, SlidingWindowSpec, kv_dtype_bytes
-from vmemplan.core.units import dtype_bytes
+from vmemplan.core.kv_specs import ChunkedLocalAttentionSpec, FullAttentionSpec, SlidingWindowSpec
 from vmemplan.laws import moe
 from vmemplan.models.base import Adapter, pad_vocab
+from vmemplan.models.dense_blocks import kv_spec_fields
 
 __all__ = ["gemma_layer_types", "moe_shard", "per_layer_list", "window_global_notes"]
 
@@ -114,12 +114,6 @@ def _check_heads(num_heads: int, num_kv_heads: int, tp: int) -> None:
         )
 
 
-def _cache_dtype_and_bytes(ctx: GraphContext) -> tuple[str, int]:
-
-    nbytes = kv_dtype_bytes(ctx.cache_dtype, dtype_bytes(ctx.model_dtype))
-    return (ctx.model_dtype if ctx.cache_dtype == "auto" else ctx.cache_dtype), nbytes
-
-
 def _attention_spec(ctx: GraphContext, *, num_kv_heads: int, head_size: int, window: int | None = None,
                     chunk: int | None = None):
     """The spec ``Attention.get_kv_cache_spec`` returns for one layer (0.33.0):
@@ -127,9 +121,7 @@ def _attention_spec(ctx: GraphContext, *, num_kv_heads: int, head_size: int, win
     ``ChunkedLocalAttention``, else ``FullAttentionSpec``.  The window layer's block size is
     the primary block size (``_largest_kernel_block_within`` picks it whenever the backend
     runs it; the page unification then scales it if pages differ)."""
-    cache_dtype, nbytes = _cache_dtype_and_bytes(ctx)
-    common = dict(block_size=ctx.block_size, num_kv_heads=num_kv_heads, head_size=head_size,
-                  cache_dtype=cache_dtype, dtype_bytes=nbytes)
+    common = kv_spec_fields(ctx, num_kv_heads=num_kv_heads, head_size=head_size)
     if window is not None:
         return SlidingWindowSpec(sliding_window=window, **common)
     if chunk is not None:
