@@ -111,6 +111,7 @@ ARCHITECTURE_MODULES: dict[str, str] = {
     'PanguUltraMoEForCausalLM': 'openpangu_moe',
     'Param2MoEForCausalLM': 'param2moe',
     'Phi3ForCausalLM': 'dense',
+    'Phi4MMForCausalLM': 'phi4mm',
     'PhiMoEForCausalLM': 'moe',
     'PhimoeForCausalLM': 'moe',
     'PixtralForConditionalGeneration': 'multimodal',
