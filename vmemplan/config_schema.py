@@ -125,7 +125,7 @@ FAMILIES: dict[str, tuple[str, ...]] = {
 #: the fields the laws read, by exact ``model_type``: vLLM reads config.json through these
 #: classes, so a field a config omits takes this value.  transformers is not a dependency;
 #: the values are those of its MixtralConfig, DeepseekV3Config, Qwen3MoeConfig, Qwen3NextConfig,
-#: LlamaConfig, Qwen3Config and GptOssConfig.
+#: LlamaConfig, MistralConfig, Qwen3Config and GptOssConfig.
 TRANSFORMERS_DEFAULTS: dict[str, dict[str, int]] = {
     "mixtral": {"num_local_experts": 8, "num_experts_per_tok": 2, "intermediate_size": 14336},
     "deepseek_v3": {"n_routed_experts": 256, "num_experts_per_tok": 8, "moe_intermediate_size": 2048,
@@ -136,6 +136,9 @@ TRANSFORMERS_DEFAULTS: dict[str, dict[str, int]] = {
     "qwen3_next": {"num_experts": 512, "num_experts_per_tok": 10, "moe_intermediate_size": 512,
                    "intermediate_size": 5632},
     "llama": {"intermediate_size": 11008},
+    # MistralConfig: LLaVA-NeXT keeps only the keys that differ in its text_config
+    "mistral": {"vocab_size": 32000, "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
+                "num_attention_heads": 32, "num_key_value_heads": 8, "max_position_embeddings": 131072},
     "qwen3": {"intermediate_size": 22016},
     "gpt_oss": {"num_local_experts": 128, "num_experts_per_tok": 4, "intermediate_size": 2880},
 }

@@ -31,6 +31,8 @@ MULTIMODAL = {"Qwen--Qwen3.5-27B": (1, 2, 4), "Qwen--Qwen3-VL-30B-A3B-Instruct.t
 # whose 12 vision heads TP 8 does not divide
 MULTIMODAL.update({"zai-org--GLM-4.1V-9B-Thinking.synthetic": (1, 2), "zai-org--GLM-4.5V.transcribed": (1, 4),
                    "moonshotai--Kimi-VL-A3B-Instruct.synthetic": (1, 2)})
+# LLaVA-NeXT (vmemplan/models/llava_next.py): in _EMBEDDING_MODELS too, but served as a generator by default
+MULTIMODAL.update({"llava-hf--llava-v1.6-mistral-7b-hf.transcribed": (1, 2)})
 # embedding (pooling) architectures checked too: vLLM 0.33.0 lists them in _EMBEDDING_MODELS and picks
 # --runner pooling for them itself (vllm/config/model.py::_get_default_runner_type), so the oracle needs
 # no flag; the TPs to run where the default TP > 1 would not divide the heads (vmemplan/models/pooling_decoders.py)

@@ -85,6 +85,7 @@ ARCHITECTURE_MODULES: dict[str, str] = {
     'LlamaForCausalLM': 'dense',
     'LlamaModel': 'pooling_decoders',
     'LlavaForConditionalGeneration': 'multimodal',
+    'LlavaNextForConditionalGeneration': 'llava_next',
     'LongcatFlashForCausalLM': 'longcat_flash',
     'LongcatFlashNgramForCausalLM': 'longcat_flash_ngram',
     'Mamba2ForCausalLM': 'mamba_ssm',
