@@ -15,6 +15,9 @@ the text config names (Qwen2, Qwen3, Qwen3-MoE, InternLM2, Llama, GPT-OSS...).  
 with that architecture's own adapter, combined at construction with the tower below
 (:func:`_with_language_model`).  The tower is built when images or video are allowed
 (``_mark_tower_model(vllm_config, {"image", "video"})``).
+
+Checked against the oracle: InternVL3-1B-hf fixtures (TP 1, 2); ``InternVLChatModel`` is remote
+code, checked with ``bench/oracle/remote_code_standins.py internvl_chat`` (weights and KV pool exact).
 """
 
 from __future__ import annotations

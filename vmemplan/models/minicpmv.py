@@ -17,6 +17,10 @@ The config is flat: the language model's fields sit at the top level (the checkp
 MiniCPMVConfig subclasses the text model's config).  2.0 (MiniCPMForCausalLM with a timm
 tower) is not planned.  The tower (``vpm``) and the resampler are built when images or
 video are allowed (``_mark_tower_model(vllm_config, {"image", "video"})``).
+
+Remote code: checked with ``bench/oracle/remote_code_standins.py minicpmv``; the KV pool is exact and
+the weights differ by the resampler's ``pos_embed`` alone (built on the host, moved to the GPU after
+loading, which the construction-time oracle does not see).
 """
 
 from __future__ import annotations

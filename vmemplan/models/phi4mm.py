@@ -8,6 +8,9 @@ config and a ParallelLMHead tied to the embedding under ``tie_word_embeddings``.
 parallelism (the model asserts PP 1).  The vision and speech LoRA adapters of the checkpoint are
 not part of the base weights (the weight mapper drops ``lora``); serving them is ``--enable-lora``.
 ``Phi4MultimodalForCausalLM`` (the transformers format) left vLLM in 0.12.0.
+
+Remote code: checked with ``bench/oracle/remote_code_standins.py phi4mm`` (weights and KV pool exact
+at TP 1 and 2 on the transcribed Phi-4-multimodal-instruct config).
 """
 
 from __future__ import annotations
