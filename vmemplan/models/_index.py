@@ -115,6 +115,7 @@ ARCHITECTURE_MODULES: dict[str, str] = {
     'PanguUltraMoEForCausalLM': 'openpangu_moe',
     'Param2MoEForCausalLM': 'param2moe',
     'Phi3ForCausalLM': 'dense',
+    'Phi3VForCausalLM': 'phi3v',
     'Phi4MMForCausalLM': 'phi4mm',
     'PhiMoEForCausalLM': 'moe',
     'PhimoeForCausalLM': 'moe',
