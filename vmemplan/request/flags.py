@@ -15,7 +15,7 @@ from vmemplan.laws.multimodal import DEFAULT_MM_LIMIT, Limits
 from vmemplan.laws.speculative import METHODS, MTP_ALIASES, SpeculativeConfig
 from vmemplan.sources._io import loads_json
 
-__all__ = ["parse_limit_mm_per_prompt", "parse_speculative_config"]
+__all__ = ["loads_flag_json", "parse_limit_mm_per_prompt", "parse_speculative_config"]
 
 #: the keys vLLM 0.33.0's SpeculativeConfig accepts (vllm/config/speculative.py)
 _KNOWN_KEYS = frozenset({
@@ -28,6 +28,18 @@ _KNOWN_KEYS = frozenset({
     "index_share_for_mtp_iteration", "suffix_decoding_max_tree_depth", "suffix_decoding_max_cached_requests",
     "suffix_decoding_max_spec_factor", "suffix_decoding_min_token_prob", "speculative_token_tree",
 })
+
+
+def loads_flag_json(flag: str, text: str, example: str) -> Any:
+    """``text``, the value of a JSON flag, parsed; or the :class:`UsageError` vmemplan gives for
+    text that is not JSON (the decoder's message) or that it refuses (4,300+ digits,
+    20,000-deep nesting), hinting ``e.g. FLAG EXAMPLE``."""
+    try:
+        return loads_json(text)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"{flag} is not valid JSON: {exc.msg}", hint=f"e.g. {flag} {example}") from None
+    except (ValueError, RecursionError) as exc:
+        raise UsageError(f"{flag} is not valid JSON: {exc}", hint=f"e.g. {flag} {example}") from None
 
 
 def parse_speculative_config(value: str | Mapping[str, Any] | None, *,
@@ -44,16 +56,8 @@ def parse_speculative_config(value: str | Mapping[str, Any] | None, *,
     if isinstance(value, str):
         if not value.strip():
             return None
-        try:
-            data = loads_json(value)
-        except json.JSONDecodeError as exc:
-            raise UsageError(f"--speculative-config is not valid JSON: {exc.msg}",
-                             hint='e.g. --speculative-config \'{"method": "eagle3", "model": "...", '
-                                  '"num_speculative_tokens": 3}\'') from None
-        except (ValueError, RecursionError) as exc:  # 4,300+ digits, 20,000-deep nesting
-            raise UsageError(f"--speculative-config is not valid JSON: {exc}",
-                             hint='e.g. --speculative-config \'{"method": "eagle3", "model": "...", '
-                                  '"num_speculative_tokens": 3}\'') from None
+        data = loads_flag_json("--speculative-config", value,
+                               '\'{"method": "eagle3", "model": "...", "num_speculative_tokens": 3}\'')
     if not isinstance(data, Mapping):
         raise UsageError("--speculative-config must be a JSON object")
     unknown = sorted(set(data) - _KNOWN_KEYS)
@@ -134,14 +138,7 @@ def parse_limit_mm_per_prompt(value: str | Mapping[str, object] | None) -> Limit
         if not text:
             return ()
         if text.startswith("{"):
-            try:
-                data = loads_json(text)
-            except json.JSONDecodeError as exc:
-                raise UsageError(f"--limit-mm-per-prompt is not valid JSON: {exc.msg}",
-                                 hint='e.g. --limit-mm-per-prompt \'{"image": 2, "video": 0}\'') from None
-            except (ValueError, RecursionError) as exc:  # 4,300+ digits, 20,000-deep nesting
-                raise UsageError(f"--limit-mm-per-prompt is not valid JSON: {exc}",
-                                 hint='e.g. --limit-mm-per-prompt \'{"image": 2, "video": 0}\'') from None
+            data = loads_flag_json("--limit-mm-per-prompt", text, '\'{"image": 2, "video": 0}\'')
         else:
             pairs: dict[str, object] = {}
             for part in text.split(","):

@@ -8,11 +8,10 @@ updates it key by key; any other mapping (``rope_scaling``) replaces the attribu
 from __future__ import annotations
 
 import copy
-import json
 from typing import Any
 
 from vmemplan.core.errors import UsageError
-from vmemplan.sources._io import loads_json
+from vmemplan.request.flags import loads_flag_json
 
 __all__ = ["apply_hf_overrides", "parse_hf_overrides"]
 
@@ -22,14 +21,7 @@ def parse_hf_overrides(value: str | dict[str, Any] | None) -> dict[str, Any]:
         return {}
     if isinstance(value, dict):
         return value
-    try:
-        data = loads_json(value)
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"--hf-overrides is not valid JSON: {exc.msg}",
-                         hint='e.g. --hf-overrides \'{"max_position_embeddings": 65536}\'') from None
-    except (ValueError, RecursionError) as exc:  # 4,300+ digits, 20,000-deep nesting
-        raise UsageError(f"--hf-overrides is not valid JSON: {exc}",
-                         hint='e.g. --hf-overrides \'{"max_position_embeddings": 65536}\'') from None
+    data = loads_flag_json("--hf-overrides", value, '\'{"max_position_embeddings": 65536}\'')
     if not isinstance(data, dict):
         raise UsageError("--hf-overrides must be a JSON object", hint='e.g. {"rope_scaling": {...}}')
     return data
