@@ -28,9 +28,9 @@ from __future__ import annotations
 from vmemplan.core.errors import UsageError
 from vmemplan.core.graph import GraphContext, WeightTensor
 from vmemplan.models.base import register
-from vmemplan.models.dense import pad_vocab
 from vmemplan.models.hybrid import StateTensor, kda_state, kda_state_dtypes
 from vmemplan.models.hybrid_qwen import Qwen3Next
+from vmemplan.models.mixer_blocks import kda_mixer_tensors
 
 __all__ = ["AliceAI"]
 
@@ -78,31 +78,16 @@ class AliceAI(Qwen3Next):
     def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
         out = [t for t in super().weight_tensors(ctx) if t.name not in _GDN_TENSORS]
         cfg = self.config
-        h = cfg.hidden_size
-        tp = ctx.tensor_parallel_size
-        lin, vec = self.linear, self.vector
-        kinds = self.layer_kinds()
-        start, end = self.layer_range(ctx)
-        n = end - start
-        n_kda = sum(1 for i in range(start, end) if kinds[i] == "mamba")
+        span = self.rank_span(ctx)
+        h, n, start = span.hidden, span.layers, span.start
+        vec = self.vector
+        n_kda = self.stage_kinds(span)["mamba"]
         if n_kda:
-            nh, hd = self._need("linear_num_key_heads"), self._need("linear_key_head_dim")
-            kernel = self._need("linear_conv_kernel_dim")
-            p = nh * hd
-            out += [
-                # [q, k, v (P each), beta (heads), f_a (head_dim, replicated)]
-                lin("linear_attn.in_proj_qkvgfab", 3 * p // tp + nh // tp + hd, h, n_kda, in_full=h),
-                lin("linear_attn.f_b_proj", p // tp, hd, n_kda, in_full=hd),
-                vec("linear_attn.dt_bias", p // tp, n_kda, kind="bias", dtype="float32"),
-                lin("linear_attn.conv1d", 3 * p // tp, kernel, n_kda, quantizable=False, dtype="float32"),
-                vec("linear_attn.A_log", nh // tp, n_kda, kind="bias", dtype="float32"),
-                lin("linear_attn.g_a_proj", hd, h, n_kda, in_full=h),
-                lin("linear_attn.g_b_proj", p // tp, hd, n_kda, in_full=hd),
-                vec("linear_attn.o_norm", hd, n_kda),
-                lin("linear_attn.o_proj", h, p // tp, n_kda, in_full=p),
-            ]
+            out += kda_mixer_tensors("linear_attn", tp=span.tp, hidden=h, num_heads=self._need("linear_num_key_heads"),
+                                     head_dim=self._need("linear_key_head_dim"),
+                                     conv_kernel=self._need("linear_conv_kernel_dim"), count=n_kda)
         if n:
-            e = int(self._t("num_experts"))
+            e = int(self._get("num_experts"))
             later = n - (1 if start == 0 else 0)
             out += [
                 WeightTensor("mlp.gate.e_score_correction_bias", "router", e, 1, n, dtype="float32"),
@@ -112,9 +97,9 @@ class AliceAI(Qwen3Next):
             if later:
                 out += [WeightTensor("attn_res_proj", "router", 1, h, later, False),
                         vec("attn_res_norm_weight", h, later)]
-        if ctx.pipeline_rank == ctx.pipeline_parallel_size - 1:
+        if span.last:
             out += [WeightTensor("model.attnres_final.res_proj", "router", 1, h, 1, False),
                     vec("model.attnres_final.res_norm_weight", h, 1)]
             if cfg.tie_word_embeddings and not any(t.name == "lm_head" for t in out):
-                out.append(WeightTensor("lm_head", "lm_head", pad_vocab(cfg.vocab_size) // tp, h))
+                out.append(WeightTensor("lm_head", "lm_head", span.vocab_rows, h))
         return out

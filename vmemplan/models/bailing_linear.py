@@ -35,17 +35,16 @@ from __future__ import annotations
 from vmemplan.core.errors import ModelConfigError, UsageError
 from vmemplan.core.graph import GraphContext, WeightTensor
 from vmemplan.models.base import register
-from vmemplan.models.dense import pad_vocab
-from vmemplan.models.hybrid import (
-    HybridAdapter,
-    LayerKind,
-    StateTensor,
-    experts_per_rank,
-    kda_state,
-    kda_state_dtypes,
-    state_dtypes,
+from vmemplan.models.hybrid import LayerKind, StateTensor, kda_state, kda_state_dtypes, state_dtypes
+from vmemplan.models.mixer_blocks import (
+    LinearMlaHybrid,
+    embedding_tensors,
+    fused_expert_tensors,
+    head_tensors,
+    mla_attention_tensors,
+    mlp_tensors,
+    stated_head_dim,
 )
-from vmemplan.models.mla_copies import mla_decode_copies
 
 __all__ = ["BailingMoeV25", "BailingMoeV3"]
 
@@ -62,18 +61,11 @@ def _scaled_rope(rs) -> bool:
 
 
 @register
-class BailingMoeV25(HybridAdapter):
+class BailingMoeV25(LinearMlaHybrid):
     """``BailingMoeV2_5ForCausalLM``: Ling-2.5 / Ring-2.5 (linear attention + MLA + MoE)."""
 
     architectures = ("BailingMoeV2_5ForCausalLM",)
-    uses_mla = True
     attention_layer_name = "model.layers.{i}.self_attn.attn"
-    mamba_layer_name = "model.layers.{i}.self_attn"
-    family = "moe"  # type: ignore[assignment]
-
-    def _get(self, key: str, default=None):
-        v = self.config.text.get(key, default)
-        return default if v is None else v
 
     # -- layout ---------------------------------------------------------------------------
     def _is_linear(self, i: int) -> bool:
@@ -93,10 +85,7 @@ class BailingMoeV25(HybridAdapter):
         text = self.config.text
         if text.get("model_type") == "bailing_hybrid":
             return _int(self._get("qk_rope_head_dim", 64), 64)
-        hd = text.get("head_dim")
-        if isinstance(hd, int) and hd > 0:
-            return hd
-        return self.config.hidden_size // self.config.num_attention_heads
+        return stated_head_dim(self.config)
 
     @property
     def mla_head_size(self) -> int:
@@ -106,18 +95,13 @@ class BailingMoeV25(HybridAdapter):
         """``(heads/tp, head_dim, head_dim)`` in the mamba cache dtype ("auto": the model dtype)
         (MambaStateShapeCalculator.linear_attention_state_shape / linear_attention_state_dtype)."""
         dtype, _ = state_dtypes(ctx.model_dtype, ctx.mamba_cache_dtype)
-        heads = self.config.num_attention_heads
-        tp = ctx.tensor_parallel_size
-        if heads % tp:
-            raise UsageError(f"--tensor-parallel-size {tp} does not divide the {heads} attention heads")
+        self.check_heads(ctx)
         hd = self.linear_head_dim
-        return (StateTensor("linear_attn", (heads // tp, hd, hd), dtype),)
+        return (StateTensor("linear_attn", (self.config.num_attention_heads // ctx.tensor_parallel_size, hd, hd), dtype),)
 
     def validate_parallel(self, ctx: GraphContext) -> None:
+        self.check_heads(ctx)
         tp = ctx.tensor_parallel_size
-        heads = self.config.num_attention_heads
-        if heads % tp:
-            raise UsageError(f"--tensor-parallel-size {tp} does not divide the {heads} attention heads")
         if any(self._is_linear(i) for i in range(self.config.num_hidden_layers)):
             g = _int(self._get("group_norm_size", 1), 1)
             if tp > g or g % tp:
@@ -172,18 +156,12 @@ class BailingMoeV25(HybridAdapter):
     # -- tensors -----------------------------------------------------------------------------
     def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
         cfg = self.config
-        tp = ctx.tensor_parallel_size
-        h = cfg.hidden_size
-        start, end = self.layer_range(ctx)
-        rng = range(start, end)
-        first = ctx.pipeline_rank == 0
-        last = ctx.pipeline_rank == ctx.pipeline_parallel_size - 1
+        span = self.rank_span(ctx)
+        tp, h = span.tp, span.hidden
+        rng = range(span.start, span.end)
         lin, vec = self.linear, self.vector
         use_bias = bool(self._get("use_bias", False))
-        vocab_rows = pad_vocab(cfg.vocab_size) // tp
-        out: list[WeightTensor] = []
-        if first:
-            out.append(WeightTensor("model.word_embeddings", "embedding", vocab_rows, h))
+        out = embedding_tensors(span, "model.word_embeddings")
         n_lin = sum(1 for i in rng if self._is_linear(i))
         n_mla = len(rng) - n_lin
         if n_lin:
@@ -205,69 +183,31 @@ class BailingMoeV25(HybridAdapter):
             if self._get("use_qk_norm", False):
                 out.append(vec("self_attn.query_layernorm+key_layernorm", hd, 2 * n_lin))
         if n_mla:
-            nh = cfg.num_attention_heads
-            nope, rope = _int(self._get("qk_nope_head_dim", 128)), _int(self._get("qk_rope_head_dim", 64))
-            v, lora = _int(self._get("v_head_dim", 128)), _int(self._get("kv_lora_rank", 512))
             q_lora = self._get("q_lora_rank")
-            if q_lora:
-                q_lora = int(q_lora)
-                out += [
-                    lin("self_attn.fused_qkv_a_proj", q_lora + lora + rope, h, n_mla, in_full=h),
-                    vec("self_attn.q_a_layernorm", q_lora, n_mla),
-                    lin("self_attn.q_b_proj", nh * (nope + rope) // tp, q_lora, n_mla, in_full=q_lora),
-                ]
-            else:
-                out += [
-                    lin("self_attn.q_proj", nh * (nope + rope) // tp, h, n_mla, in_full=h),
-                    lin("self_attn.kv_a_proj_with_mqa", lora + rope, h, n_mla, in_full=h),
-                ]
-            out += [
-                vec("self_attn.kv_a_layernorm", lora, n_mla),
-                lin("self_attn.kv_b_proj", nh * (nope + v) // tp, lora, n_mla, in_full=lora),
-                lin("self_attn.o_proj", h, nh * v // tp, n_mla, in_full=nh * v),
-            ]
-            out += mla_decode_copies(n_mla, heads_local=nh // tp, kv_lora_rank=lora, qk_nope_head_dim=nope,
-                                     v_head_dim=v)
+            out += mla_attention_tensors(
+                "self_attn", tp=tp, hidden=h, heads=cfg.num_attention_heads,
+                nope=_int(self._get("qk_nope_head_dim", 128)), rope=_int(self._get("qk_rope_head_dim", 64)),
+                v=_int(self._get("v_head_dim", 128)), kv_lora=_int(self._get("kv_lora_rank", 512)),
+                q_lora=int(q_lora) if q_lora else None, count=n_mla,
+            )
         n_moe = sum(1 for i in rng if self.is_moe_layer(i))
         if n_moe:
             e = _int(self._get("num_experts"))
-            inter = _int(self._get("moe_intermediate_size"))
-            local, div = experts_per_rank(e, ctx)
             out.append(WeightTensor("mlp.gate", "router", e, h, n_moe, dtype=self._router_dtype()))
             if self._get("moe_router_enable_expert_bias", False):
                 out.append(WeightTensor("mlp.gate.expert_bias", "router", e, 1, n_moe, dtype="float32"))
-            out += [
-                WeightTensor("mlp.experts.w13", "expert", 2 * inter // div, h, local * n_moe, True,
-                             in_features_full=h, allocations=n_moe),
-                WeightTensor("mlp.experts.w2", "expert", h, inter // div, local * n_moe, True,
-                             in_features_full=inter, allocations=n_moe),
-            ]
+            out += fused_expert_tensors("mlp.experts", num_experts=e, inter=_int(self._get("moe_intermediate_size")),
+                                        hidden=h, count=n_moe, ctx=ctx)
             shared = self._shared_intermediate()
             if shared:
-                out += [
-                    lin("mlp.shared_experts.gate_up_proj", 2 * shared // tp, h, n_moe, in_full=h),
-                    lin("mlp.shared_experts.down_proj", h, shared // tp, n_moe, in_full=shared),
-                ]
-                if use_bias:
-                    out += [vec("mlp.shared_experts.gate_up_proj.bias", 2 * shared // tp, n_moe, kind="bias"),
-                            vec("mlp.shared_experts.down_proj.bias", h, n_moe, kind="bias")]
+                out += mlp_tensors("mlp.shared_experts", tp=tp, hidden=h, inter=shared, count=n_moe, bias=use_bias)
         n_dense = len(rng) - n_moe
         if n_dense:
-            inter = cfg.intermediate_size
-            out += [
-                lin("mlp.gate_up_proj", 2 * inter // tp, h, n_dense, in_full=h),
-                lin("mlp.down_proj", h, inter // tp, n_dense, in_full=inter),
-            ]
-            if use_bias:
-                out += [vec("mlp.gate_up_proj.bias", 2 * inter // tp, n_dense, kind="bias"),
-                        vec("mlp.down_proj.bias", h, n_dense, kind="bias")]
+            out += mlp_tensors("mlp", tp=tp, hidden=h, inter=cfg.intermediate_size, count=n_dense, bias=use_bias)
         if len(rng):
             out.append(vec("input_layernorm+post_attention_layernorm", h, 2 * len(rng)))
-        if last:
-            out.append(vec("model.norm", h, 1))
-            out.append(WeightTensor("lm_head", "lm_head", vocab_rows, h))
-        out += self.rope_tensors(n_lin, n_mla)
-        return out
+        out += head_tensors(span, tied=False)  # vLLM never ties them here
+        return out + self.rope_tensors(n_lin, n_mla)
 
 
 @register
@@ -303,10 +243,7 @@ class BailingMoeV3(BailingMoeV25):
                          num_spec=ctx.num_speculative_tokens, conv_dtype=conv, rec_dtype=rec)
 
     def validate_parallel(self, ctx: GraphContext) -> None:
-        tp = ctx.tensor_parallel_size
-        heads = self.config.num_attention_heads
-        if heads % tp:
-            raise UsageError(f"--tensor-parallel-size {tp} does not divide the {heads} attention heads")
+        self.check_heads(ctx)
         if not self._get("no_kda_lora", False):
             raise ModelConfigError("BailingMoeV3 KDA expects no_kda_lora=True (vLLM 0.33.0 refuses otherwise)")
 
@@ -332,11 +269,10 @@ class BailingMoeV3(BailingMoeV25):
         # the V2.5 list, then the V3 attention blocks swapped in
         out = [t for t in super().weight_tensors(ctx) if not t.name.startswith("self_attn.")
                or t.name.startswith("self_attn.mla_attn.") or t.name in self._mla_names()]
-        tp = ctx.tensor_parallel_size
-        h = self.config.hidden_size
-        start, end = self.layer_range(ctx)
-        n_kda = sum(1 for i in range(start, end) if self._is_linear(i))
-        n_mla = (end - start) - n_kda
+        span = self.rank_span(ctx)
+        tp, h = span.tp, span.hidden
+        n_kda = sum(1 for i in range(span.start, span.end) if self._is_linear(i))
+        n_mla = span.layers - n_kda
         lin, vec = self.linear, self.vector
         nh = self.config.num_attention_heads
         # the MLA output projection is named ``dense`` here (the KDA one ``o_proj``)

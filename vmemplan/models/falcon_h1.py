@@ -17,28 +17,28 @@ from vmemplan.core.errors import ModelConfigError
 from vmemplan.core.graph import GraphContext, WeightTensor
 from vmemplan.models.base import register
 from vmemplan.models.hybrid import (
-    HybridAdapter,
     LayerKind,
     StateTensor,
     extra_groups_for_head_shards,
-    mamba2_state,
-    state_dtypes,
 )
 from vmemplan.models.mixer_blocks import (
-    Mamba2CheckpointPage,
+    Mamba2Hybrid,
     embedding_tensors,
     gqa_attention_tensors,
     head_tensors,
+    mamba2_layer_state,
     mamba2_mixer_tensors,
     mlp_tensors,
     need_int,
+    positive_int,
+    stated_head_dim,
 )
 
 __all__ = ["FalconH1"]
 
 
 @register
-class FalconH1(Mamba2CheckpointPage, HybridAdapter):
+class FalconH1(Mamba2Hybrid):
     """Falcon-H1: attention + Mamba-2 in every layer (``layers_block_type`` is "hybrid"
     throughout, transformers FalconH1Config)."""
 
@@ -53,33 +53,23 @@ class FalconH1(Mamba2CheckpointPage, HybridAdapter):
 
     @property
     def attention_head_size(self) -> int:
-        hd = self.config.text.get("head_dim")
-        if isinstance(hd, int) and hd > 0:
-            return hd
-        return self.config.hidden_size // self.config.num_attention_heads
+        return stated_head_dim(self.config)
 
     def d_ssm(self) -> int:
         """``mamba_d_ssm``, else ``mamba_expand * hidden_size`` (FalconH1SSMDecoderLayer)."""
-        d = self.config.text.get("mamba_d_ssm")
-        if isinstance(d, int) and d > 0:
-            return d
-        return int(self._get("mamba_expand", 2)) * self.config.hidden_size
+        return positive_int(self.config.text, "mamba_d_ssm") or int(self._get("mamba_expand", 2)) * self.config.hidden_size
 
     def _head_dim_ssm(self) -> int:
-        hd = self.config.text.get("mamba_d_head")
-        if isinstance(hd, int) and hd > 0:
-            return hd
-        return self.d_ssm() // self._need("mamba_n_heads")  # transformers' "auto"
+        # transformers' "auto": d_ssm / heads
+        return positive_int(self.config.text, "mamba_d_head") or self.d_ssm() // self._need("mamba_n_heads")
 
     def mamba_state(self, ctx: GraphContext) -> tuple[StateTensor, ...]:
         """Mamba-2 state (FalconH1ForCausalLM.get_mamba_state_shape_from_config /
         get_mamba_state_dtype_from_config, 0.33.0)."""
-        conv, ssm = state_dtypes(ctx.model_dtype, ctx.mamba_cache_dtype, ctx.mamba_ssm_cache_dtype)
-        return mamba2_state(
-            tp=ctx.tensor_parallel_size, intermediate_size=self.d_ssm(), n_groups=int(self._get("mamba_n_groups", 1)),
+        return mamba2_layer_state(
+            ctx, intermediate_size=self.d_ssm(), n_groups=int(self._get("mamba_n_groups", 1)),
             num_heads=self._need("mamba_n_heads"), head_dim=self._head_dim_ssm(),
             state_size=self._need("mamba_d_state"), conv_kernel=self._need("mamba_d_conv"),
-            num_spec=ctx.num_speculative_tokens, conv_dtype=conv, ssm_dtype=ssm,
         )
 
     def validate_parallel(self, ctx: GraphContext) -> None:
@@ -95,10 +85,6 @@ class FalconH1(Mamba2CheckpointPage, HybridAdapter):
                                    "head dimensions do not match (transformers' FalconH1Config refuses it)",
                                    hint="fix mamba_d_head / mamba_d_ssm in config.json")
         super().validate_parallel(ctx)
-        self.mamba_state(ctx)
-
-    def derived_max_model_len(self) -> int:
-        return self.config.max_position_embeddings
 
     def kv_cache_specs_for(self, ctx: GraphContext, **kwargs: Any) -> dict[str, Any]:
         """The shared specs, with each Mamba-2 layer under vLLM's name ``model.{L + i}.mixer``."""

@@ -12,16 +12,17 @@ attention has no rotary embedding unless ``position_embedding_type`` is "rope".
 
 from __future__ import annotations
 
-from vmemplan.core.errors import ModelConfigError
 from vmemplan.core.graph import GraphContext, WeightTensor
 from vmemplan.models.base import register, rope_cache_positions
-from vmemplan.models.hybrid import HybridAdapter, LayerKind, StateTensor, mamba2_state, state_dtypes
+from vmemplan.models.hybrid import LayerKind, StateTensor
 from vmemplan.models.mixer_blocks import (
-    Mamba2CheckpointPage,
+    Mamba2Hybrid,
     embedding_tensors,
     fused_expert_tensors,
     gqa_attention_tensors,
     head_tensors,
+    listed_layer_types,
+    mamba2_layer_state,
     mamba2_mixer_tensors,
     mlp_tensors,
     need_int,
@@ -35,7 +36,7 @@ def _need(text, key: str) -> int:
 
 
 @register
-class GraniteMoeHybrid(Mamba2CheckpointPage, HybridAdapter):
+class GraniteMoeHybrid(Mamba2Hybrid):
     """Granite 4.0-H: ``layer_types`` picks a Mamba-2 mixer or grouped-query attention per
     layer; every layer then runs ``block_sparse_moe`` (when ``num_local_experts`` > 0) and
     ``shared_mlp`` (when ``shared_intermediate_size`` > 0)."""
@@ -45,14 +46,8 @@ class GraniteMoeHybrid(Mamba2CheckpointPage, HybridAdapter):
     mamba_layer_name = "model.layers.{i}.mixer"
 
     def layer_kinds(self) -> tuple[LayerKind, ...]:
-        types = self.config.text.get("layer_types")
-        n = self.config.num_hidden_layers
-        if not isinstance(types, list) or len(types) != n:
-            raise ModelConfigError("config.json lacks 'layer_types' with one entry per layer (Granite 4.0 hybrid)")
         table: dict[str, LayerKind] = {"mamba": "mamba", "attention": "attention"}
-        bad = sorted({str(t) for t in types} - set(table))
-        if bad:
-            raise ModelConfigError(f"layer_types has unknown kinds {bad}")
+        types = listed_layer_types(self.config.text, self.config.num_hidden_layers, table, "Granite 4.0 hybrid")
         return tuple(table[t] for t in types)
 
     @property
@@ -70,21 +65,12 @@ class GraniteMoeHybrid(Mamba2CheckpointPage, HybridAdapter):
     def mamba_state(self, ctx: GraphContext) -> tuple[StateTensor, ...]:
         """Mamba-2 state (GraniteMoeHybridForCausalLM.get_mamba_state_shape_from_config /
         get_mamba_state_dtype_from_config, 0.33.0)."""
-        conv, ssm = state_dtypes(ctx.model_dtype, ctx.mamba_cache_dtype, ctx.mamba_ssm_cache_dtype)
         t = self.config.text
-        return mamba2_state(
-            tp=ctx.tensor_parallel_size, intermediate_size=self._inner(), n_groups=int(self._get("mamba_n_groups", 1)),
+        return mamba2_layer_state(
+            ctx, intermediate_size=self._inner(), n_groups=int(self._get("mamba_n_groups", 1)),
             num_heads=_need(t, "mamba_n_heads"), head_dim=_need(t, "mamba_d_head"),
             state_size=_need(t, "mamba_d_state"), conv_kernel=_need(t, "mamba_d_conv"),
-            num_spec=ctx.num_speculative_tokens, conv_dtype=conv, ssm_dtype=ssm,
         )
-
-    def validate_parallel(self, ctx: GraphContext) -> None:
-        super().validate_parallel(ctx)
-        self.mamba_state(ctx)
-
-    def derived_max_model_len(self) -> int:
-        return self.config.max_position_embeddings
 
     @property
     def intermediate_size(self) -> int:

@@ -10,17 +10,18 @@ vllm/models/kimi_k3/nvidia/mla.py (the q_lora_rank = None branch), 0.33.0.
 
 from __future__ import annotations
 
-from vmemplan.core.errors import ModelConfigError, UsageError
+from vmemplan.core.errors import ModelConfigError
 from vmemplan.core.graph import GraphContext, WeightTensor
 from vmemplan.models.base import register
-from vmemplan.models.dense import pad_vocab
-from vmemplan.models.hybrid import (
-    HybridAdapter,
-    LayerKind,
-    StateTensor,
-    experts_per_rank,
-    kda_state,
-    kda_state_dtypes,
+from vmemplan.models.hybrid import LayerKind, StateTensor, kda_state, kda_state_dtypes
+from vmemplan.models.mixer_blocks import (
+    LinearMlaHybrid,
+    embedding_tensors,
+    fused_expert_tensors,
+    head_tensors,
+    kda_mixer_tensors,
+    mla_attention_tensors,
+    mlp_tensors,
 )
 
 __all__ = ["KimiLinear"]
@@ -31,16 +32,9 @@ _LENGTH_KEYS = ("max_position_embeddings", "n_positions", "max_seq_len", "seq_le
 
 
 @register
-class KimiLinear(HybridAdapter):
+class KimiLinear(LinearMlaHybrid):
     architectures = ("KimiLinearForCausalLM",)
-    uses_mla = True
     attention_layer_name = "model.layers.{i}.self_attn.mla_attn"
-    mamba_layer_name = "model.layers.{i}.self_attn"
-    family = "moe"  # type: ignore[assignment]
-
-    def _get(self, key: str, default=None):
-        v = self.config.text.get(key, default)
-        return default if v is None else v
 
     def _kda(self) -> dict:
         k = self.config.text.get("linear_attn_config")
@@ -70,10 +64,7 @@ class KimiLinear(HybridAdapter):
                          conv_dtype=conv, rec_dtype=rec)
 
     def validate_parallel(self, ctx: GraphContext) -> None:
-        tp = ctx.tensor_parallel_size
-        heads = self.config.num_attention_heads
-        if heads % tp:
-            raise UsageError(f"--tensor-parallel-size {tp} does not divide the {heads} attention heads")
+        self.check_heads(ctx)
         self.mamba_state(ctx)
 
     def derived_max_model_len(self) -> int:
@@ -93,86 +84,39 @@ class KimiLinear(HybridAdapter):
 
     def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
         cfg = self.config
-        tp = ctx.tensor_parallel_size
-        h = cfg.hidden_size
-        kinds = self.layer_kinds()
-        start, end = self.layer_range(ctx)
-        rng = range(start, end)
-        first = ctx.pipeline_rank == 0
-        last = ctx.pipeline_rank == ctx.pipeline_parallel_size - 1
-        lin, vec = self.linear, self.vector
-        vocab_rows = pad_vocab(cfg.vocab_size) // tp
-        out: list[WeightTensor] = []
-        if first:
-            out.append(WeightTensor("model.embed_tokens", "embedding", vocab_rows, h))
-        n_kda = sum(1 for i in rng if kinds[i] == "mamba")
-        n_mla = len(rng) - n_kda
+        span = self.rank_span(ctx)
+        tp, h = span.tp, span.hidden
+        out = embedding_tensors(span)
+        n_kda = self.stage_kinds(span)["mamba"]
+        n_mla = span.layers - n_kda
         if n_kda:
             k = self._kda()
-            nh, hd, kernel = int(k["num_heads"]), int(k["head_dim"]), int(k["short_conv_kernel_size"])
-            p = nh * hd
-            out += [
-                # [q, k, v (P each), beta (heads), f_a (head_dim, replicated)]
-                lin("self_attn.in_proj_qkvgfab", 3 * p // tp + nh // tp + hd, h, n_kda, in_full=h),
-                lin("self_attn.f_b_proj", p // tp, hd, n_kda, in_full=hd),
-                vec("self_attn.dt_bias", p // tp, n_kda, kind="bias", dtype="float32"),
-                lin("self_attn.conv1d", 3 * p // tp, kernel, n_kda, quantizable=False, dtype="float32"),
-                vec("self_attn.A_log", nh // tp, n_kda, kind="bias", dtype="float32"),
-                lin("self_attn.g_a_proj", hd, h, n_kda, in_full=h),
-                lin("self_attn.g_b_proj", p // tp, hd, n_kda, in_full=hd),
-                vec("self_attn.o_norm", hd, n_kda),
-                lin("self_attn.o_proj", h, p // tp, n_kda, in_full=p),
-            ]
+            out += kda_mixer_tensors("self_attn", tp=tp, hidden=h, num_heads=int(k["num_heads"]),
+                                     head_dim=int(k["head_dim"]), conv_kernel=int(k["short_conv_kernel_size"]),
+                                     count=n_kda)
         if n_mla:
-            nh = cfg.num_attention_heads
             nope, rope, v = int(self._get("qk_nope_head_dim")), int(self._get("qk_rope_head_dim")), int(self._get("v_head_dim"))
             lora = int(self._get("kv_lora_rank"))
             if self._get("q_lora_rank"):
                 raise ModelConfigError("Kimi-Linear with q_lora_rank is not modelled (no released config has one)")
-            out += [
-                lin("self_attn.q_proj", nh * (nope + rope) // tp, h, n_mla, in_full=h),
-                lin("self_attn.kv_a_proj_with_mqa", lora + rope, h, n_mla, in_full=h),
-                vec("self_attn.kv_a_layernorm", lora, n_mla),
-                lin("self_attn.kv_b_proj", nh * (nope + v) // tp, lora, n_mla, in_full=lora),
-                lin("self_attn.o_proj", h, nh * v // tp, n_mla, in_full=nh * v),
-            ]
-            from vmemplan.models.mla_copies import mla_decode_copies
-
-            out += mla_decode_copies(n_mla, heads_local=nh // tp, kv_lora_rank=lora, qk_nope_head_dim=nope,
-                                     v_head_dim=v)
-        n_moe = sum(1 for i in rng if self.is_moe_layer(i))
+            out += mla_attention_tensors("self_attn", tp=tp, hidden=h, heads=cfg.num_attention_heads, nope=nope,
+                                         rope=rope, v=v, kv_lora=lora, q_lora=None, count=n_mla)
+        n_moe = sum(1 for i in range(span.start, span.end) if self.is_moe_layer(i))
         if n_moe:
             e = int(self._get("num_experts"))
             inter = int(self._get("moe_intermediate_size"))
-            local, div = experts_per_rank(e, ctx)
             out += [
                 WeightTensor("block_sparse_moe.gate", "router", e, h, n_moe),
                 WeightTensor("block_sparse_moe.gate.e_score_correction_bias", "router", e, 1, n_moe, dtype="float32"),
-                WeightTensor("block_sparse_moe.experts.w13", "expert", 2 * inter // div, h, local * n_moe, True,
-                             in_features_full=h, allocations=n_moe),
-                WeightTensor("block_sparse_moe.experts.w2", "expert", h, inter // div, local * n_moe, True,
-                             in_features_full=inter, allocations=n_moe),
+                *fused_expert_tensors("block_sparse_moe.experts", num_experts=e, inter=inter, hidden=h, count=n_moe,
+                                      ctx=ctx),
             ]
             shared = inter * int(self._get("num_shared_experts", 0) or 0)
             if shared:
-                out += [
-                    lin("block_sparse_moe.shared_experts.gate_up_proj", 2 * shared // tp, h, n_moe, in_full=h),
-                    lin("block_sparse_moe.shared_experts.down_proj", h, shared // tp, n_moe, in_full=shared),
-                ]
-        n_dense = len(rng) - n_moe
+                out += mlp_tensors("block_sparse_moe.shared_experts", tp=tp, hidden=h, inter=shared, count=n_moe)
+        n_dense = span.layers - n_moe
         if n_dense:
-            inter = cfg.intermediate_size
-            out += [
-                lin("mlp.gate_up_proj", 2 * inter // tp, h, n_dense, in_full=h),
-                lin("mlp.down_proj", h, inter // tp, n_dense, in_full=inter),
-            ]
-        if len(rng):
-            out.append(vec("input_layernorm+post_attention_layernorm", h, 2 * len(rng)))
-        if last:
-            out.append(vec("model.norm", h, 1))
-            if not (cfg.tie_word_embeddings and first):
-                out.append(WeightTensor("lm_head", "lm_head", vocab_rows, h))
-        return out
-
-    def notes(self) -> tuple[str, ...]:
-        return ()
+            out += mlp_tensors("mlp", tp=tp, hidden=h, inter=cfg.intermediate_size, count=n_dense)
+        if span.layers:
+            out.append(self.vector("input_layernorm+post_attention_layernorm", h, 2 * span.layers))
+        return out + head_tensors(span, tied=cfg.tie_word_embeddings)

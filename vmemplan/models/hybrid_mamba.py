@@ -11,17 +11,20 @@ from __future__ import annotations
 from vmemplan.core.errors import ModelConfigError
 from vmemplan.core.graph import GraphContext, WeightTensor
 from vmemplan.models.base import register
-from vmemplan.models.hybrid import HybridAdapter, LayerKind, StateTensor, mamba1_state, mamba2_state, state_dtypes
+from vmemplan.models.hybrid import LayerKind, StateTensor, mamba1_state, state_dtypes
 from vmemplan.models.mixer_blocks import (
-    Mamba2CheckpointPage,
+    Mamba2Hybrid,
+    RecurrentHybrid,
     embedding_tensors,
     fused_expert_tensors,
     gqa_attention_tensors,
     head_tensors,
     mamba1_mixer_tensors,
+    mamba2_layer_state,
     mamba2_mixer_tensors,
     mlp_tensors,
     need_int,
+    stated_head_dim,
 )
 
 __all__ = ["Jamba", "NemotronH"]
@@ -32,7 +35,7 @@ def _int(text, key: str) -> int:
 
 
 @register
-class Jamba(HybridAdapter):
+class Jamba(RecurrentHybrid):
     """AI21 Jamba: attention every ``attn_layer_period`` layers (at ``attn_layer_offset``),
     Mamba-1 elsewhere; MoE feed-forward every ``expert_layer_period`` layers.
 
@@ -81,17 +84,6 @@ class Jamba(HybridAdapter):
             ssm_dtype=ssm,
         )
 
-    def validate_parallel(self, ctx: GraphContext) -> None:
-        super().validate_parallel(ctx)
-        self.mamba_state(ctx)
-
-    def derived_max_model_len(self) -> int:
-        return self.config.max_position_embeddings
-
-    @property
-    def intermediate_size(self) -> int:
-        return self.config.intermediate_size
-
     def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
         cfg, text = self.config, self.config.text
         span = self.rank_span(ctx)
@@ -126,7 +118,7 @@ class Jamba(HybridAdapter):
 
 
 @register
-class NemotronH(Mamba2CheckpointPage, HybridAdapter):
+class NemotronH(Mamba2Hybrid):
     """NVIDIA Nemotron-H / Nemotron-3: ``hybrid_override_pattern`` letters M (Mamba-2),
     ``*`` (attention), ``-`` (relu² MLP), E (MoE), one block per layer.  The SSM state
     defaults to float32 (config ``mamba_ssm_cache_dtype`` else float32:
@@ -155,10 +147,7 @@ class NemotronH(Mamba2CheckpointPage, HybridAdapter):
 
     @property
     def attention_head_size(self) -> int:
-        hd = self.config.text.get("head_dim")
-        if isinstance(hd, int) and hd > 0:
-            return hd
-        return self.config.hidden_size // self.config.num_attention_heads
+        return stated_head_dim(self.config)
 
     def _mamba_inner(self) -> int:
         return _int(self.config.text, "mamba_num_heads") * _int(self.config.text, "mamba_head_dim")
@@ -171,27 +160,13 @@ class NemotronH(Mamba2CheckpointPage, HybridAdapter):
     def mamba_state(self, ctx: GraphContext) -> tuple[StateTensor, ...]:
         """Mamba-2 state (NemotronHForCausalLM.get_mamba_state_shape_from_config, 0.33.0; the
         ReplaySSM ring is off by default)."""
-        conv, ssm = state_dtypes(ctx.model_dtype, ctx.mamba_cache_dtype, self.ssm_dtype(ctx))
         t = self.config.text
-        return mamba2_state(
-            tp=ctx.tensor_parallel_size,
-            intermediate_size=self._mamba_inner(),
-            n_groups=_int(t, "n_groups"),
-            num_heads=_int(t, "mamba_num_heads"),
-            head_dim=_int(t, "mamba_head_dim"),
-            state_size=_int(t, "ssm_state_size"),
-            conv_kernel=_int(t, "conv_kernel"),
-            num_spec=ctx.num_speculative_tokens,
-            conv_dtype=conv,
-            ssm_dtype=ssm,
+        return mamba2_layer_state(
+            ctx, intermediate_size=self._mamba_inner(), n_groups=_int(t, "n_groups"),
+            num_heads=_int(t, "mamba_num_heads"), head_dim=_int(t, "mamba_head_dim"),
+            state_size=_int(t, "ssm_state_size"), conv_kernel=_int(t, "conv_kernel"),
+            ssm_cache_dtype=self.ssm_dtype(ctx),
         )
-
-    def validate_parallel(self, ctx: GraphContext) -> None:
-        super().validate_parallel(ctx)
-        self.mamba_state(ctx)
-
-    def derived_max_model_len(self) -> int:
-        return self.config.max_position_embeddings
 
     def _mlp_intermediate(self, mlp_index: int) -> int:
         inter = self.config.text.get("intermediate_size")

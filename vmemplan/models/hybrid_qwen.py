@@ -14,16 +14,16 @@ or "full_attention"; when absent, transformers' Qwen3NextConfig makes every
 from __future__ import annotations
 
 from vmemplan.core.errors import ModelConfigError, UsageError
-from vmemplan.core.graph import GraphContext, WeightTensor, attention_scales
+from vmemplan.core.graph import GraphContext, WeightTensor
 from vmemplan.models.base import register
-from vmemplan.models.dense import pad_vocab
-from vmemplan.models.hybrid import (
-    HybridAdapter,
-    LayerKind,
-    StateTensor,
-    experts_per_rank,
-    gdn_state,
-    state_dtypes,
+from vmemplan.models.hybrid import LayerKind, StateTensor, gdn_state, state_dtypes
+from vmemplan.models.mixer_blocks import (
+    RecurrentHybrid,
+    embedding_tensors,
+    fused_expert_tensors,
+    gqa_attention_tensors,
+    head_tensors,
+    mlp_tensors,
 )
 
 __all__ = ["Qwen3Next", "Qwen3_5", "gdn_layer_types"]
@@ -43,7 +43,7 @@ def gdn_layer_types(text: dict | object, num_layers: int) -> tuple[str, ...]:
     return tuple("linear_attention" if (i + 1) % interval else "full_attention" for i in range(num_layers))
 
 
-class _GatedDeltaHybrid(HybridAdapter):
+class _GatedDeltaHybrid(RecurrentHybrid):
     """Shared body of Qwen3-Next and Qwen3.5."""
 
     attention_layer_name = "model.layers.{i}.self_attn.attn"
@@ -52,10 +52,6 @@ class _GatedDeltaHybrid(HybridAdapter):
     gqa_interleaved_layout = True
 
     # -- config facts ---------------------------------------------------------------------
-    def _t(self, key: str, default=None):
-        value = self.config.text.get(key, default)
-        return default if value is None else value
-
     def _need(self, key: str) -> int:
         value = self.config.text.get(key)
         if not isinstance(value, int) or value <= 0:
@@ -76,17 +72,17 @@ class _GatedDeltaHybrid(HybridAdapter):
 
     @property
     def family(self):  # type: ignore[override]
-        return "moe" if self.is_moe_layer(0) or self._t("num_experts", 0) else "dense"
+        return "moe" if self.is_moe_layer(0) or self._get("num_experts", 0) else "dense"
 
     def is_moe_layer(self, index: int) -> bool:
         """Qwen3-Next: MoE unless in ``mlp_only_layers`` and when ``(i + 1) %
         decoder_sparse_step == 0`` (Qwen3NextDecoderLayer.__init__)."""
-        experts = self._t("num_experts", 0)
+        experts = self._get("num_experts", 0)
         if not experts:
             return False
-        if index in (self._t("mlp_only_layers", []) or []):
+        if index in (self._get("mlp_only_layers", []) or []):
             return False
-        return (index + 1) % (self._t("decoder_sparse_step", 1) or 1) == 0
+        return (index + 1) % (self._get("decoder_sparse_step", 1) or 1) == 0
 
     def state_dtype_pair(self, ctx: GraphContext) -> tuple[str, str]:
         return state_dtypes(ctx.model_dtype, ctx.mamba_cache_dtype, ctx.mamba_ssm_cache_dtype)
@@ -117,16 +113,9 @@ class _GatedDeltaHybrid(HybridAdapter):
         if mode != "align" or not ctx.at_least(0, 33):
             return None
         sm = ctx.sm_major
-        if sm == 9 or (sm in (10, 12) and self._t("linear_key_head_dim") == 128):
+        if sm == 9 or (sm in (10, 12) and self._get("linear_key_head_dim") == 128):
             return GDN_CHECKPOINT_ALIGNMENT
         return None
-
-    def validate_parallel(self, ctx: GraphContext) -> None:
-        super().validate_parallel(ctx)
-        self.mamba_state(ctx)  # raises when tp does not divide the value heads / channels
-
-    def derived_max_model_len(self) -> int:
-        return self.config.max_position_embeddings
 
     # -- weights --------------------------------------------------------------------------
     def _partial_rotary(self) -> float:
@@ -146,38 +135,21 @@ class _GatedDeltaHybrid(HybridAdapter):
 
     def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
         cfg = self.config
-        tp = ctx.tensor_parallel_size
-        h = cfg.hidden_size
+        span = self.rank_span(ctx)
+        tp, h = span.tp, span.hidden
         hd = cfg.head_dim
-        kinds = self.layer_kinds()
-        start, end = self.layer_range(ctx)
-        first = ctx.pipeline_rank == 0
-        last = ctx.pipeline_rank == ctx.pipeline_parallel_size - 1
-        n_attn = sum(1 for i in range(start, end) if kinds[i] == "attention")
-        n_gdn = sum(1 for i in range(start, end) if kinds[i] == "mamba")
-        n_moe = sum(1 for i in range(start, end) if self.is_moe_layer(i))
-        n_mlp = (end - start) - n_moe
-        vocab_rows = pad_vocab(cfg.vocab_size) // tp
-        out: list[WeightTensor] = []
-        lin = self.linear
-        vec = self.vector
-        if first:
-            out.append(WeightTensor("model.embed_tokens", "embedding", vocab_rows, h))
+        kinds = self.stage_kinds(span)
+        n_attn, n_gdn = kinds["attention"], kinds["mamba"]
+        n_moe = sum(1 for i in range(span.start, span.end) if self.is_moe_layer(i))
+        n_mlp = span.layers - n_moe
+        lin, vec = self.linear, self.vector
+        out = embedding_tensors(span)
         if n_attn:
-            gate = 2 if self._t("attn_output_gate", True) else 1
-            q_rows = cfg.num_attention_heads * gate // tp * hd
-            kv_rows = self.attention_kv_heads(tp) * hd
-            out += [
-                lin("self_attn.qkv_proj", q_rows + 2 * kv_rows, h, n_attn, in_full=h),
-                lin("self_attn.o_proj", h, cfg.num_attention_heads // tp * hd, n_attn,
-                    in_full=cfg.num_attention_heads * hd),
-                vec("self_attn.q_norm+k_norm", hd, 2 * n_attn),
-                # each Attention layer's four fp32 scale scalars
-                # (vllm/model_executor/layers/attention/attention.py::set_default_quant_scales)
-                attention_scales("self_attn.attn", n_attn),
-            ]
-            if self._t("qkv_bias", False):
-                out.append(vec("self_attn.qkv_proj.bias", q_rows + 2 * kv_rows, n_attn, kind="bias"))
+            out += gqa_attention_tensors("self_attn", tp=tp, hidden=h, heads=cfg.num_attention_heads,
+                                         kv_heads_local=self.attention_kv_heads(tp), head_dim=hd, count=n_attn,
+                                         gate=2 if self._get("attn_output_gate", True) else 1,
+                                         norms=(vec("self_attn.q_norm+k_norm", hd, 2 * n_attn),),
+                                         qkv_bias=bool(self._get("qkv_bias", False)))
         if n_gdn:
             nk, nv = self._need("linear_num_key_heads"), self._need("linear_num_value_heads")
             hk, hv = self._need("linear_key_head_dim"), self._need("linear_value_head_dim")
@@ -195,37 +167,22 @@ class _GatedDeltaHybrid(HybridAdapter):
                 lin("linear_attn.out_proj", h, value_dim // tp, n_gdn, in_full=value_dim),
             ]
         if n_moe:
-            e = self._t("num_experts")
-            inter = self._t("moe_intermediate_size")
-            local, div = experts_per_rank(e, ctx)
+            e, inter = self._get("num_experts"), self._get("moe_intermediate_size")
             out += [
                 WeightTensor("mlp.gate", "router", e, h, n_moe),
                 WeightTensor("mlp.shared_expert_gate", "router", 1, h, n_moe),
-                WeightTensor("mlp.experts.w13", "expert", 2 * inter // div, h, local * n_moe, True,
-                              in_features_full=h, allocations=n_moe),
-                WeightTensor("mlp.experts.w2", "expert", h, inter // div, local * n_moe, True,
-                              in_features_full=inter, allocations=n_moe),
+                *fused_expert_tensors("mlp.experts", num_experts=e, inter=inter, hidden=h, count=n_moe, ctx=ctx),
             ]
-            shared = self._t("shared_expert_intermediate_size", 0) or 0
+            shared = self._get("shared_expert_intermediate_size", 0) or 0
             if shared:
-                out += [
-                    lin("mlp.shared_expert.gate_up_proj", 2 * shared // tp, h, n_moe, in_full=h),
-                    lin("mlp.shared_expert.down_proj", h, shared // tp, n_moe, in_full=shared),
-                ]
+                out += mlp_tensors("mlp.shared_expert", tp=tp, hidden=h, inter=shared, count=n_moe)
         if n_mlp:
-            inter = cfg.intermediate_size
-            out += [
-                lin("mlp.gate_up_proj", 2 * inter // tp, h, n_mlp, in_full=h),
-                lin("mlp.down_proj", h, inter // tp, n_mlp, in_full=inter),
-            ]
-        if end > start:
-            out.append(vec("input_layernorm+post_attention_layernorm", h, 2 * (end - start)))
-            if self._t("layer_scale", False):
-                out.append(vec("attn_layer_scale+ffn_layer_scale", h, 2 * (end - start)))
-        if last:
-            out.append(vec("model.norm", h, 1))
-            if not (cfg.tie_word_embeddings and first):
-                out.append(WeightTensor("lm_head", "lm_head", vocab_rows, h))
+            out += mlp_tensors("mlp", tp=tp, hidden=h, inter=cfg.intermediate_size, count=n_mlp)
+        if span.layers:
+            out.append(vec("input_layernorm+post_attention_layernorm", h, 2 * span.layers))
+            if self._get("layer_scale", False):
+                out.append(vec("attn_layer_scale+ffn_layer_scale", h, 2 * span.layers))
+        out += head_tensors(span, tied=cfg.tie_word_embeddings)
         if n_attn:
             rotary_dim = int(hd * self._partial_rotary())
             out.append(WeightTensor("rotary_emb.cos_sin_cache", "buffer", cfg.max_position_embeddings, rotary_dim))
@@ -233,8 +190,8 @@ class _GatedDeltaHybrid(HybridAdapter):
 
     @property
     def intermediate_size(self) -> int:
-        if self._t("num_experts", 0):
-            return int(self._t("moe_intermediate_size")) * int(self._t("num_experts_per_tok", 1))
+        if self._get("num_experts", 0):
+            return int(self._get("moe_intermediate_size")) * int(self._get("num_experts_per_tok", 1))
         return self.config.intermediate_size
 
     def notes(self) -> tuple[str, ...]:
@@ -273,7 +230,7 @@ class Qwen3_5(_GatedDeltaHybrid):
     def state_dtype_pair(self, ctx: GraphContext) -> tuple[str, str]:
         ssm = ctx.mamba_ssm_cache_dtype
         if ssm == "auto":
-            ssm = self._t("mamba_ssm_dtype", "auto")
+            ssm = self._get("mamba_ssm_dtype", "auto")
         return state_dtypes(ctx.model_dtype, ctx.mamba_cache_dtype, ssm)
 
     @property

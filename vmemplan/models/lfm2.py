@@ -13,10 +13,16 @@ checkpoint page).  ``layer_types`` lists "conv" / "full_attention".
 from __future__ import annotations
 
 from vmemplan.core.errors import ModelConfigError
-from vmemplan.core.graph import GraphContext, WeightTensor, attention_scales
+from vmemplan.core.graph import GraphContext, WeightTensor
 from vmemplan.models.base import register
-from vmemplan.models.dense import pad_vocab
-from vmemplan.models.hybrid import HybridAdapter, LayerKind, StateTensor, _divide, state_dtypes
+from vmemplan.models.hybrid import LayerKind, StateTensor, _divide, state_dtypes
+from vmemplan.models.mixer_blocks import (
+    RecurrentHybrid,
+    embedding_tensors,
+    gqa_attention_tensors,
+    head_tensors,
+    mlp_tensors,
+)
 
 __all__ = ["Lfm2", "lfm2_ff_dim"]
 
@@ -34,17 +40,13 @@ def lfm2_ff_dim(intermediate_size: int, multiple_of: int, auto_adjust: bool, mul
 
 
 @register
-class Lfm2(HybridAdapter):
+class Lfm2(RecurrentHybrid):
     """LFM2 / LFM2.5 dense: ``layer_types`` (or the older ``full_attn_idxs``) picks attention
     or a short convolution per layer; the LM head is always tied to the embedding."""
 
     architectures = ("Lfm2ForCausalLM",)
     attention_layer_name = "model.layers.{i}.self_attn.attn"
     mamba_layer_name = "model.layers.{i}.short_conv"
-
-    def _get(self, key: str, default=None):
-        v = self.config.text.get(key, default)
-        return default if v is None else v
 
     def layer_kinds(self) -> tuple[LayerKind, ...]:
         n = self.config.num_hidden_layers
@@ -81,13 +83,6 @@ class Lfm2(HybridAdapter):
         width = _divide(self._conv_dim(), ctx.tensor_parallel_size, "short-conv channels")
         return (StateTensor("conv", (self._kernel() - 1 + ctx.num_speculative_tokens, width), conv),)
 
-    def validate_parallel(self, ctx: GraphContext) -> None:
-        super().validate_parallel(ctx)
-        self.mamba_state(ctx)
-
-    def derived_max_model_len(self) -> int:
-        return self.config.max_position_embeddings
-
     def ff_dim(self) -> int:
         mult = self.config.text.get("block_ffn_dim_multiplier")
         return lfm2_ff_dim(self.config.intermediate_size, int(self._get("block_multiple_of", 256)),
@@ -100,33 +95,19 @@ class Lfm2(HybridAdapter):
 
     def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
         cfg = self.config
-        tp = ctx.tensor_parallel_size
-        h = cfg.hidden_size
-        hd = self.attention_head_size
-        kinds = self.layer_kinds()
-        start, end = self.layer_range(ctx)
-        rng = range(start, end)
-        first = ctx.pipeline_rank == 0
-        last = ctx.pipeline_rank == ctx.pipeline_parallel_size - 1
+        span = self.rank_span(ctx)
+        tp, h, n = span.tp, span.hidden, span.layers
         lin, vec = self.linear, self.vector
-        vocab_rows = pad_vocab(cfg.vocab_size) // tp
-        n = len(rng)
-        n_attn = sum(1 for i in rng if kinds[i] == "attention")
-        n_conv = n - n_attn
-        out: list[WeightTensor] = []
-        if first:
-            out.append(WeightTensor("model.embed_tokens", "embedding", vocab_rows, h))
+        kinds = self.stage_kinds(span)
+        n_attn, n_conv = kinds["attention"], kinds["mamba"]  # short convolutions are the recurrent kind
+        out = embedding_tensors(span)
         if n_attn:
-            q_rows = cfg.num_attention_heads // tp * hd
-            kv_rows = self.attention_kv_heads(tp) * hd
-            out += [
-                lin("self_attn.qkv_proj", q_rows + 2 * kv_rows, h, n_attn, in_full=h),
-                lin("self_attn.out_proj", h, q_rows, n_attn, in_full=cfg.num_attention_heads * hd),
-                vec("self_attn.q_layernorm+k_layernorm", hd, 2 * n_attn),
-                attention_scales("self_attn.attn", n_attn),
-                # one shared rotary cos/sin cache (get_rope), max_position_embeddings x head_dim
-                WeightTensor("rotary_emb.cos_sin_cache", "buffer", cfg.max_position_embeddings, hd),
-            ]
+            hd = self.attention_head_size
+            out += gqa_attention_tensors("self_attn", tp=tp, hidden=h, heads=cfg.num_attention_heads,
+                                         kv_heads_local=self.attention_kv_heads(tp), head_dim=hd, count=n_attn,
+                                         out_name="out_proj", norms=(vec("self_attn.q_layernorm+k_layernorm", hd, 2 * n_attn),))
+            # one shared rotary cos/sin cache (get_rope), max_position_embeddings x head_dim
+            out.append(WeightTensor("rotary_emb.cos_sin_cache", "buffer", cfg.max_position_embeddings, hd))
         if n_conv:
             dim = self._conv_dim()
             dp = _divide(dim, tp, "short-conv channels")
@@ -141,15 +122,8 @@ class Lfm2(HybridAdapter):
                         vec("short_conv.in_proj.bias", 3 * dp, n_conv, kind="bias"),
                         vec("short_conv.out_proj.bias", dim, n_conv, kind="bias")]
         if n:
-            block = int(self._get("block_dim", h))
-            ff = self.ff_dim()
-            out += [
-                lin("feed_forward.w13", 2 * ff // tp, block, n, in_full=block),
-                lin("feed_forward.w2", block, ff // tp, n, in_full=ff),
-                vec("operator_norm+ffn_norm", h, 2 * n),
-            ]
-        if last:
-            out.append(vec("model.embedding_norm", h, 1))
-            if not first:  # the head is tied; a last stage without the embedding holds its own copy
-                out.append(WeightTensor("lm_head", "lm_head", vocab_rows, h))
-        return out
+            out += mlp_tensors("feed_forward", tp=tp, hidden=int(self._get("block_dim", h)), inter=self.ff_dim(),
+                               count=n, names=("w13", "w2"))
+            out.append(vec("operator_norm+ffn_norm", h, 2 * n))
+        # the head is tied; a last stage without the embedding holds its own copy
+        return out + head_tensors(span, norm="model.embedding_norm", tied=True)

@@ -12,17 +12,11 @@ from __future__ import annotations
 from vmemplan.core.errors import ModelConfigError
 from vmemplan.core.graph import GraphContext, WeightTensor
 from vmemplan.models.base import register
-from vmemplan.models.hybrid import experts_per_rank
 from vmemplan.models.lfm2 import Lfm2
+from vmemplan.models.mixer_blocks import fused_expert_tensors, mlp_tensors
+from vmemplan.models.mixer_blocks import need_int as _need
 
 __all__ = ["Lfm2Moe"]
-
-
-def _need(text, key: str) -> int:
-    value = text.get(key)
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ModelConfigError(f"config.json lacks {key!r}")
-    return value
 
 
 @register
@@ -56,28 +50,17 @@ class Lfm2Moe(Lfm2):
     def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
         out = [t for t in super().weight_tensors(ctx) if not t.name.startswith("feed_forward.")]
         t = self.config.text
-        tp = ctx.tensor_parallel_size
-        h = self.config.hidden_size
-        start, end = self.layer_range(ctx)
-        n_dense = sum(1 for i in range(start, end) if i < self._n_dense())
-        n_moe = (end - start) - n_dense
+        span = self.rank_span(ctx)
+        n_dense = sum(1 for i in range(span.start, span.end) if i < self._n_dense())
+        n_moe = span.layers - n_dense
         if n_dense:
-            ff = _need(t, "intermediate_size")
-            out += [
-                self.linear("feed_forward.w13", 2 * ff // tp, h, n_dense, in_full=h),
-                self.linear("feed_forward.w2", h, ff // tp, n_dense, in_full=ff),
-            ]
+            out += mlp_tensors("feed_forward", tp=span.tp, hidden=span.hidden, inter=_need(t, "intermediate_size"),
+                               count=n_dense, names=("w13", "w2"))
         if n_moe:
             e = _need(t, "num_experts")
-            inter = _need(t, "moe_intermediate_size")
-            local, div = experts_per_rank(e, ctx)
-            out += [
-                WeightTensor("feed_forward.gate", "router", e, h, n_moe),
-                WeightTensor("feed_forward.experts.w13", "expert", 2 * inter // div, h, local * n_moe, True,
-                             in_features_full=h, allocations=n_moe),
-                WeightTensor("feed_forward.experts.w2", "expert", h, inter // div, local * n_moe, True,
-                             in_features_full=inter, allocations=n_moe),
-            ]
+            out.append(WeightTensor("feed_forward.gate", "router", e, span.hidden, n_moe))
+            out += fused_expert_tensors("feed_forward.experts", num_experts=e, inter=_need(t, "moe_intermediate_size"),
+                                        hidden=span.hidden, count=n_moe, ctx=ctx)
             if self._get("use_expert_bias", False):
                 out.append(self.vector("feed_forward.gate.e_score_correction_bias", e, n_moe,
                                        kind="bias", dtype="float32"))

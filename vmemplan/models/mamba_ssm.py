@@ -14,14 +14,16 @@ from __future__ import annotations
 
 from vmemplan.core.graph import GraphContext, WeightTensor
 from vmemplan.models.base import register
-from vmemplan.models.hybrid import HybridAdapter, LayerKind, StateTensor, mamba1_state, mamba2_state, state_dtypes
+from vmemplan.models.hybrid import HybridAdapter, LayerKind, StateTensor, mamba1_state, state_dtypes
 from vmemplan.models.mixer_blocks import (
     Mamba2CheckpointPage,
     embedding_tensors,
     head_tensors,
     mamba1_mixer_tensors,
+    mamba2_layer_state,
     mamba2_mixer_tensors,
     need_int,
+    positive_int,
 )
 
 __all__ = ["Mamba1", "Mamba2"]
@@ -95,16 +97,11 @@ class Mamba1(_AttentionFreeSSM):
     architectures = ("MambaForCausalLM",)
 
     def _inner(self) -> int:
-        inner = self.config.text.get("intermediate_size")
-        if isinstance(inner, int) and inner > 0:
-            return inner
-        return int(self._get("expand", 2)) * self.config.hidden_size
+        return positive_int(self.config.text, "intermediate_size") or int(self._get("expand", 2)) * self.config.hidden_size
 
     def _dt_rank(self) -> int:
-        r = self.config.text.get("time_step_rank", "auto")
-        if isinstance(r, int) and r > 0:
-            return r
-        return -(-self.config.hidden_size // 16)  # MambaConfig: "auto" = ceil(hidden / 16)
+        # MambaConfig: "auto" = ceil(hidden / 16)
+        return positive_int(self.config.text, "time_step_rank") or -(-self.config.hidden_size // 16)
 
     def mamba_state(self, ctx: GraphContext) -> tuple[StateTensor, ...]:
         """Mamba-1 state (MambaForCausalLM.get_mamba_state_shape_from_config →
@@ -133,18 +130,14 @@ class Mamba2(Mamba2CheckpointPage, _AttentionFreeSSM):
     tie_default = False  # Mamba2Config
 
     def mamba_state(self, ctx: GraphContext) -> tuple[StateTensor, ...]:
-        conv, ssm = state_dtypes(ctx.model_dtype, ctx.mamba_cache_dtype, ctx.mamba_ssm_cache_dtype)
-        return mamba2_state(
-            tp=ctx.tensor_parallel_size, intermediate_size=int(self._get("expand", 2)) * self.config.hidden_size,
+        return mamba2_layer_state(
+            ctx, intermediate_size=int(self._get("expand", 2)) * self.config.hidden_size,
             n_groups=int(self._get("n_groups", 1)), num_heads=self._need("num_heads"), head_dim=self._need("head_dim"),
             state_size=self._need("state_size"), conv_kernel=self._need("conv_kernel"),
-            num_spec=ctx.num_speculative_tokens, conv_dtype=conv, ssm_dtype=ssm,
         )
 
     def mixer_tensors(self, ctx: GraphContext, count: int) -> list[WeightTensor]:
-        inner = self.config.text.get("intermediate_size")
-        if not (isinstance(inner, int) and inner > 0):
-            inner = int(self._get("expand", 2)) * self.config.hidden_size
+        inner = positive_int(self.config.text, "intermediate_size") or int(self._get("expand", 2)) * self.config.hidden_size
         return mamba2_mixer_tensors(
             tp=ctx.tensor_parallel_size, hidden_size=self.config.hidden_size, intermediate_size=inner,
             n_groups=int(self._get("n_groups", 1)), num_heads=self._need("num_heads"),

@@ -13,7 +13,6 @@ from vmemplan.core.graph import GraphContext, WeightTensor, attention_scales
 from vmemplan.core.kv_specs import MLAAttentionSpec
 from vmemplan.models.base import register
 from vmemplan.models.deepseek import moe_expert_tensors, shared_expert_tensors
-from vmemplan.models.dense import pad_vocab
 from vmemplan.models.windowed import _attention_spec, _check_heads, _int, _kv_heads, _WindowedBase
 
 __all__ = ["MiniMaxM3"]
@@ -55,6 +54,10 @@ class MiniMaxM3(_WindowedBase):
         freq = sc.get("sparse_attention_freq") if sc else None
         return isinstance(freq, list) and index < len(freq) and freq[index] != 0
 
+    def _sparse_layers(self) -> int:
+        """How many layers of the model run block-sparse attention."""
+        return sum(1 for i in range(self.config.num_hidden_layers) if self._sparse(i))
+
     def _moe(self, index: int) -> bool:
         freq = self.config.text.get("moe_layer_freq")
         if not isinstance(freq, list):
@@ -70,13 +73,13 @@ class MiniMaxM3(_WindowedBase):
         cfg = self.config
         _check_heads(cfg.num_attention_heads, cfg.num_key_value_heads, ctx.tensor_parallel_size)
         sc = self._sparse_cfg()
-        if sc and any(self._sparse(i) for i in range(cfg.num_hidden_layers)):
+        if sc and self._sparse_layers():
             if _int(sc, "sparse_num_index_heads", cfg.num_key_value_heads) != cfg.num_key_value_heads:
                 raise UsageError("MiniMax M3's fused index projection needs sparse_num_index_heads == "
                                  "num_key_value_heads", hint="vLLM asserts it")
 
     def resolve_block_size(self, ctx: GraphContext, *, user_block_size: int | None, default: int) -> int:
-        if any(self._sparse(i) for i in range(self.config.num_hidden_layers)):
+        if self._sparse_layers():
             page = 128  # MiniMaxM3SparseBackend / MiniMaxM3IndexerBackend kernel pages
             if user_block_size is not None and user_block_size != page:
                 raise UsageError(f"MiniMax M3's sparse attention runs 128-token pages, not --block-size "
@@ -85,15 +88,11 @@ class MiniMaxM3(_WindowedBase):
         return super().resolve_block_size(ctx, user_block_size=user_block_size, default=default)
 
     def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
-        cfg = self.config
-        text = cfg.text
-        tp = ctx.tensor_parallel_size
-        h = cfg.hidden_size
-        hd = cfg.head_dim
-        start, end = self.layer_range(ctx)
-        n = end - start
-        first, last = self._stage_flags(ctx)
-        rows = pad_vocab(cfg.vocab_size) // tp
+        cfg, text = self.config, self.config.text
+        span = self.rank_span(ctx)
+        tp, h, hd = span.tp, span.hidden, cfg.head_dim
+        start, end, n = span.start, span.end, span.layers
+        first, last, rows = span.first, span.last, span.vocab_rows
         q_local = cfg.num_attention_heads // tp * hd
         kv_heads_local = _kv_heads(cfg.num_key_value_heads, tp)
         kv_local = kv_heads_local * hd
@@ -166,7 +165,5 @@ class MiniMaxM3(_WindowedBase):
         return specs
 
     def notes(self) -> tuple[str, ...]:
-        n = self.config.num_hidden_layers
-        s = sum(1 for i in range(n) if self._sparse(i))
-        return (f"{s} of {n} layers run block-sparse attention with a bf16 index-key side cache; "
-                "KV pages are 128 tokens",)
+        return (f"{self._sparse_layers()} of {self.config.num_hidden_layers} layers run block-sparse attention "
+                "with a bf16 index-key side cache; KV pages are 128 tokens",)

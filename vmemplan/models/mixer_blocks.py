@@ -16,12 +16,27 @@ from collections.abc import Sequence
 from vmemplan.core.errors import ModelConfigError, UsageError
 from vmemplan.core.graph import GraphContext, WeightTensor, attention_scales
 from vmemplan.models.base import RankSpan
-from vmemplan.models.hybrid import HybridAdapter, experts_per_rank, extra_groups_for_head_shards
+from vmemplan.models.hybrid import (
+    HybridAdapter,
+    StateTensor,
+    experts_per_rank,
+    extra_groups_for_head_shards,
+    mamba2_state,
+    state_dtypes,
+)
+from vmemplan.models.mla_copies import mla_decode_copies
 
 __all__ = [
     "MAMBA2_CHECKPOINT_SINCE",
     "Mamba2CheckpointPage",
+    "RecurrentHybrid",
+    "Mamba2Hybrid",
+    "LinearMlaHybrid",
     "need_int",
+    "positive_int",
+    "stated_head_dim",
+    "listed_layer_types",
+    "mamba2_layer_state",
     "embedding_tensors",
     "head_tensors",
     "gqa_attention_tensors",
@@ -30,6 +45,7 @@ __all__ = [
     "mamba1_mixer_tensors",
     "mamba2_mixer_tensors",
     "kda_mixer_tensors",
+    "mla_attention_tensors",
 ]
 
 _lin = HybridAdapter.linear
@@ -52,6 +68,80 @@ class Mamba2CheckpointPage:
         block-size alignment is unchanged (vllm/model_executor/layers/mamba/mamba_mixer2.py,
         abstract.py::get_mamba_prefill_checkpoint_alignment, 0.33.0)."""
         return 1 if (mode == "align" and ctx.at_least(*MAMBA2_CHECKPOINT_SINCE)) else 0
+
+
+class RecurrentHybrid(HybridAdapter):
+    """A hybrid whose layout check is the attention heads' (:meth:`Adapter.validate_parallel`)
+    and then one recurrent layer's state, which raises when tp does not divide its heads or
+    channels; its context length is ``max_position_embeddings`` as config.json states it (no
+    rope-scaling factor applied)."""
+
+    def validate_parallel(self, ctx: GraphContext) -> None:
+        super().validate_parallel(ctx)
+        self.mamba_state(ctx)
+
+    def derived_max_model_len(self) -> int:
+        return self.config.max_position_embeddings
+
+
+class Mamba2Hybrid(Mamba2CheckpointPage, RecurrentHybrid):
+    """A :class:`RecurrentHybrid` whose recurrent layers are MambaMixer2 (one prefill-checkpoint
+    page each in "align" mode, :class:`Mamba2CheckpointPage`)."""
+
+
+class LinearMlaHybrid(HybridAdapter):
+    """Linear-attention layers (Kimi delta attention, lightning attention) next to MLA
+    full-attention layers, with MoE: Kimi-Linear and Bailing V2.5 / V3.  A linear layer's
+    recurrent state is registered under the layer's ``self_attn``."""
+
+    uses_mla = True
+    mamba_layer_name = "model.layers.{i}.self_attn"
+    family = "moe"  # type: ignore[assignment]
+
+    def check_heads(self, ctx: GraphContext) -> None:
+        """tp must divide the attention heads (the linear and the MLA layers split them)."""
+        tp = ctx.tensor_parallel_size
+        heads = self.config.num_attention_heads
+        if heads % tp:
+            raise UsageError(f"--tensor-parallel-size {tp} does not divide the {heads} attention heads")
+
+
+def positive_int(text, key: str) -> int | None:
+    """``text[key]`` when it is a positive integer, else None (for ``positive_int(...) or
+    default``)."""
+    value = text.get(key)
+    return value if isinstance(value, int) and value > 0 else None
+
+
+def stated_head_dim(config) -> int:
+    """``head_dim`` when config.json states a positive one, else ``hidden_size //
+    num_attention_heads``."""
+    return positive_int(config.text, "head_dim") or config.hidden_size // config.num_attention_heads
+
+
+def listed_layer_types(text, num_layers: int, allowed, family: str) -> list:
+    """config.json's ``layer_types``: one entry per layer, each one of ``allowed``; else a
+    ModelConfigError naming ``family``."""
+    types = text.get("layer_types")
+    if not isinstance(types, list) or len(types) != num_layers:
+        raise ModelConfigError(f"config.json lacks 'layer_types' with one entry per layer ({family})")
+    bad = sorted({str(t) for t in types} - set(allowed))
+    if bad:
+        raise ModelConfigError(f"layer_types has unknown kinds {bad}")
+    return types
+
+
+def mamba2_layer_state(ctx: GraphContext, *, intermediate_size: int, n_groups: int, num_heads: int, head_dim: int,
+                       state_size: int, conv_kernel: int, ssm_cache_dtype: str | None = None) -> tuple[StateTensor, ...]:
+    """One MambaMixer2 layer's per-rank state (:func:`vmemplan.models.hybrid.mamba2_state`)
+    with ``ctx``'s speculative tokens, in the dtypes of ``--mamba-cache-dtype`` and
+    ``--mamba-ssm-cache-dtype`` (or the family's ``ssm_cache_dtype``) over the model dtype
+    (:func:`vmemplan.models.hybrid.state_dtypes`)."""
+    ssm_flag = ctx.mamba_ssm_cache_dtype if ssm_cache_dtype is None else ssm_cache_dtype
+    conv, ssm = state_dtypes(ctx.model_dtype, ctx.mamba_cache_dtype, ssm_flag)
+    return mamba2_state(tp=ctx.tensor_parallel_size, intermediate_size=intermediate_size, n_groups=n_groups,
+                        num_heads=num_heads, head_dim=head_dim, state_size=state_size, conv_kernel=conv_kernel,
+                        num_spec=ctx.num_speculative_tokens, conv_dtype=conv, ssm_dtype=ssm)
 
 
 def need_int(text, key: str, why: str = "") -> int:
@@ -112,6 +202,38 @@ def gqa_attention_tensors(prefix: str, *, tp: int, hidden: int, heads: int, kv_h
     if out_bias:
         out.append(_vec(f"{prefix}.{out_name}.bias", hidden, count, kind="bias"))
     return out
+
+
+def mla_attention_tensors(prefix: str, *, tp: int, hidden: int, heads: int, nope: int, rope: int, v: int,
+                          kv_lora: int, q_lora: int | None, count: int) -> list[WeightTensor]:
+    """A hybrid's multi-head latent attention projections on one rank, for ``count`` layers.
+
+    ``q_proj`` (or, with ``q_lora``, ``fused_qkv_a_proj`` + ``q_a_layernorm`` + ``q_b_proj``),
+    the replicated ``kv_a_proj_with_mqa``, ``kv_a_layernorm``, ``kv_b_proj``, ``o_proj``, and
+    the decode-time copies of ``kv_b_proj``'s halves (:func:`vmemplan.models.mla_copies.
+    mla_decode_copies`).  Mirrors vllm/model_executor/layers/mla.py::MultiHeadLatentAttentionWrapper
+    as built by vllm/models/kimi_k3/nvidia/mla.py and
+    vllm/model_executor/models/bailing_moe_linear.py::BailingMoeV25MLAAttention (0.33.0).
+    """
+    h, n = hidden, count
+    if q_lora:
+        out = [
+            _lin(f"{prefix}.fused_qkv_a_proj", q_lora + kv_lora + rope, h, n, in_full=h),
+            _vec(f"{prefix}.q_a_layernorm", q_lora, n),
+            _lin(f"{prefix}.q_b_proj", heads * (nope + rope) // tp, q_lora, n, in_full=q_lora),
+        ]
+    else:
+        out = [
+            _lin(f"{prefix}.q_proj", heads * (nope + rope) // tp, h, n, in_full=h),
+            _lin(f"{prefix}.kv_a_proj_with_mqa", kv_lora + rope, h, n, in_full=h),
+        ]
+    out += [
+        _vec(f"{prefix}.kv_a_layernorm", kv_lora, n),
+        _lin(f"{prefix}.kv_b_proj", heads * (nope + v) // tp, kv_lora, n, in_full=kv_lora),
+        _lin(f"{prefix}.o_proj", h, heads * v // tp, n, in_full=heads * v),
+    ]
+    return out + mla_decode_copies(n, heads_local=heads // tp, kv_lora_rank=kv_lora, qk_nope_head_dim=nope,
+                                   v_head_dim=v)
 
 
 def mlp_tensors(prefix: str, *, tp: int, hidden: int, inter: int, count: int,

@@ -10,24 +10,24 @@ a prefill-checkpoint page.
 
 from __future__ import annotations
 
-from vmemplan.core.errors import ModelConfigError
-from vmemplan.core.graph import GraphContext, WeightTensor, attention_scales
+from vmemplan.core.graph import GraphContext, WeightTensor
 from vmemplan.models.base import register
-from vmemplan.models.dense import pad_vocab
-from vmemplan.models.hybrid import HybridAdapter, LayerKind, StateTensor, gdn_state, state_dtypes
+from vmemplan.models.hybrid import LayerKind, StateTensor, gdn_state, state_dtypes
+from vmemplan.models.mixer_blocks import (
+    RecurrentHybrid,
+    embedding_tensors,
+    gqa_attention_tensors,
+    head_tensors,
+    listed_layer_types,
+    mlp_tensors,
+)
+from vmemplan.models.mixer_blocks import need_int as _need
 
 __all__ = ["OlmoHybrid"]
 
 
-def _need(text, key: str) -> int:
-    value = text.get(key)
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ModelConfigError(f"config.json lacks {key!r}")
-    return value
-
-
 @register
-class OlmoHybrid(HybridAdapter):
+class OlmoHybrid(RecurrentHybrid):
     """OLMo Hybrid: ``layer_types`` lists "linear_attention" (gated delta net) /
     "full_attention"; every layer has a SwiGLU MLP."""
 
@@ -35,18 +35,9 @@ class OlmoHybrid(HybridAdapter):
     attention_layer_name = "model.layers.{i}.self_attn.attn"
     mamba_layer_name = "model.layers.{i}.linear_attn"
 
-    def _get(self, key: str, default=None):
-        v = self.config.text.get(key, default)
-        return default if v is None else v
-
     def layer_kinds(self) -> tuple[LayerKind, ...]:
-        types = self.config.text.get("layer_types")
-        n = self.config.num_hidden_layers
-        if not isinstance(types, list) or len(types) != n:
-            raise ModelConfigError("config.json lacks 'layer_types' with one entry per layer (OLMo Hybrid)")
-        bad = sorted({str(x) for x in types} - {"linear_attention", "full_attention"})
-        if bad:
-            raise ModelConfigError(f"layer_types has unknown kinds {bad}")
+        types = listed_layer_types(self.config.text, self.config.num_hidden_layers,
+                                   ("linear_attention", "full_attention"), "OLMo Hybrid")
         return tuple("mamba" if x == "linear_attention" else "attention" for x in types)
 
     @property
@@ -72,48 +63,26 @@ class OlmoHybrid(HybridAdapter):
             num_spec=ctx.num_speculative_tokens, conv_dtype=conv, ssm_dtype=ssm,
         )
 
-    def validate_parallel(self, ctx: GraphContext) -> None:
-        super().validate_parallel(ctx)
-        self.mamba_state(ctx)
-
-    def derived_max_model_len(self) -> int:
-        return self.config.max_position_embeddings
-
     def _uses_rope(self) -> bool:
         rp = self.config.text.get("rope_parameters")
         return isinstance(rp, dict) and rp.get("rope_theta") is not None
 
     def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
-        cfg = self.config
-        t = cfg.text
-        tp = ctx.tensor_parallel_size
-        h = cfg.hidden_size
+        cfg, t = self.config, self.config.text
+        span = self.rank_span(ctx)
+        tp, h, n = span.tp, span.hidden, span.layers
         hd = self.attention_head_size
-        kinds = self.layer_kinds()
-        start, end = self.layer_range(ctx)
-        rng = range(start, end)
-        first = ctx.pipeline_rank == 0
-        last = ctx.pipeline_rank == ctx.pipeline_parallel_size - 1
         lin, vec = self.linear, self.vector
-        vocab_rows = pad_vocab(cfg.vocab_size) // tp
-        n = len(rng)
-        n_attn = sum(1 for i in rng if kinds[i] == "attention")
+        n_attn = self.stage_kinds(span)["attention"]
         n_gdn = n - n_attn
-        out: list[WeightTensor] = []
-        if first:
-            out.append(WeightTensor("model.embed_tokens", "embedding", vocab_rows, h))
+        out = embedding_tensors(span)
         if n_attn:
-            q_rows = cfg.num_attention_heads // tp * hd
-            kv_rows = self.attention_kv_heads(tp) * hd
-            out += [
-                lin("self_attn.qkv_proj", q_rows + 2 * kv_rows, h, n_attn, in_full=h),
-                lin("self_attn.o_proj", h, q_rows, n_attn, in_full=cfg.num_attention_heads * hd),
-                # q/k norms span every head (applied after an all-gather)
-                vec("self_attn.q_norm", h, n_attn),
-                vec("self_attn.k_norm", self._kv_total() * hd, n_attn),
-                attention_scales("self_attn.attn", n_attn),
-                vec("post_attention_layernorm+post_feedforward_layernorm", h, 2 * n_attn),
-            ]
+            # q/k norms span every head (applied after an all-gather)
+            norms = (vec("self_attn.q_norm", h, n_attn), vec("self_attn.k_norm", self._kv_total() * hd, n_attn))
+            out += gqa_attention_tensors("self_attn", tp=tp, hidden=h, heads=cfg.num_attention_heads,
+                                         kv_heads_local=self.attention_kv_heads(tp), head_dim=hd, count=n_attn,
+                                         norms=norms)
+            out.append(vec("post_attention_layernorm+post_feedforward_layernorm", h, 2 * n_attn))
             if self._uses_rope():
                 out.append(WeightTensor("rotary_emb.cos_sin_cache", "buffer", cfg.max_position_embeddings, hd))
         if n_gdn:
@@ -133,13 +102,5 @@ class OlmoHybrid(HybridAdapter):
                 vec("input_layernorm+post_attention_layernorm", h, 2 * n_gdn),
             ]
         if n:
-            inter = cfg.intermediate_size
-            out += [
-                lin("mlp.gate_up_proj", 2 * inter // tp, h, n, in_full=h),
-                lin("mlp.down_proj", h, inter // tp, n, in_full=inter),
-            ]
-        if last:
-            out.append(vec("model.norm", h, 1))
-            if not (cfg.tie_word_embeddings and first):
-                out.append(WeightTensor("lm_head", "lm_head", vocab_rows, h))
-        return out
+            out += mlp_tensors("mlp", tp=tp, hidden=h, inter=cfg.intermediate_size, count=n)
+        return out + head_tensors(span, tied=cfg.tie_word_embeddings)

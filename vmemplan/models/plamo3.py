@@ -88,8 +88,7 @@ class Plamo3(Gemma2):
 
     def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
         cfg = self.config
-        start, end = self.layer_range(ctx)
-        n = end - start
+        n = self.rank_span(ctx).layers
         vocab = -(-cfg.vocab_size // 16) * 16
         out = self._embedding_and_head(ctx, tied=self._tied(), vocab=vocab)
         out += self._attn_tensors(ctx, name="mixer", num_heads=cfg.num_attention_heads,
@@ -109,10 +108,9 @@ class Plamo3(Gemma2):
         cfg = self.config
         windows = plamo3_windows(cfg.text)
         heads = _kv_heads(cfg.num_key_value_heads, ctx.tensor_parallel_size)
-        start, end = self.layer_range(ctx)
         return {f"model.layers.layers.{i}.mixer.attn": _attention_spec(
                     ctx, num_kv_heads=heads, head_size=cfg.head_dim, window=windows[i])
-                for i in range(start, end)}
+                for i in range(*self.layer_range(ctx))}
 
     def notes(self) -> tuple[str, ...]:
         windows = plamo3_windows(self.config.text)

@@ -16,8 +16,8 @@ from typing import Any
 from vmemplan.core.errors import ModelConfigError
 from vmemplan.core.graph import GraphContext, WeightTensor, attention_scales
 from vmemplan.models.base import register, rope_cache_positions
-from vmemplan.models.hybrid import HybridAdapter, LayerKind, StateTensor, _divide, mamba2_state, state_dtypes
-from vmemplan.models.mixer_blocks import Mamba2CheckpointPage, mamba2_mixer_tensors, mlp_tensors
+from vmemplan.models.hybrid import HybridAdapter, LayerKind, StateTensor, _divide
+from vmemplan.models.mixer_blocks import Mamba2CheckpointPage, mamba2_layer_state, mamba2_mixer_tensors, mlp_tensors
 from vmemplan.models.mixer_blocks import need_int as _need
 
 __all__ = ["Zamba2", "zamba2_attention_index"]
@@ -80,13 +80,11 @@ class Zamba2(Mamba2CheckpointPage, HybridAdapter):
     def mamba_state(self, ctx: GraphContext) -> tuple[StateTensor, ...]:
         """Mamba-2 state (Zamba2ForCausalLM.get_mamba_state_shape_from_config /
         get_mamba_state_dtype_from_config, 0.33.0)."""
-        conv, ssm = state_dtypes(ctx.model_dtype, ctx.mamba_cache_dtype, ctx.mamba_ssm_cache_dtype)
         t = self.config.text
-        return mamba2_state(
-            tp=ctx.tensor_parallel_size, intermediate_size=self._inner(), n_groups=int(self._get("mamba_ngroups", 1)),
+        return mamba2_layer_state(
+            ctx, intermediate_size=self._inner(), n_groups=int(self._get("mamba_ngroups", 1)),
             num_heads=self._mamba_heads(), head_dim=_need(t, "mamba_headdim"),
             state_size=_need(t, "mamba_d_state"), conv_kernel=_need(t, "mamba_d_conv"),
-            num_spec=ctx.num_speculative_tokens, conv_dtype=conv, ssm_dtype=ssm,
         )
 
     def validate_parallel(self, ctx: GraphContext) -> None:
@@ -98,10 +96,6 @@ class Zamba2(Mamba2CheckpointPage, HybridAdapter):
 
     def derived_max_model_len(self) -> int:
         return self.config.max_position_embeddings
-
-    @property
-    def intermediate_size(self) -> int:
-        return self.config.intermediate_size
 
     def kv_cache_specs_for(self, ctx: GraphContext, **kw: Any) -> dict[str, Any]:
         """The base specs renamed as vLLM names the layers: each use's Attention
