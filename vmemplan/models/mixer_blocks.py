@@ -1,12 +1,13 @@
-"""Tensor lists the hybrid and recurrent-state families share (helpers only, no adapter).
+"""What the hybrid and recurrent-state families share (helpers only: no adapter is registered here).
 
 The families (vmemplan/models/hybrid_mamba.py, mamba_ssm.py, falcon_h1.py, granite_hybrid.py,
 zamba2.py, olmo_hybrid.py, lfm2.py, hybrid_kimi.py, hybrid_qwen.py, alice_ai.py,
 bailing_linear.py) build their ``weight_tensors`` from these blocks: the Mamba-1 / Mamba-2
-mixers, the Kimi delta-attention mixer, a hybrid's grouped-query attention block, gated (or
-plain) MLPs, fused-MoE experts, and the embedding / final norm / LM head of a pipeline stage.
-Every function returns one rank's tensors for ``count`` layers, in the order vLLM registers
-them.
+mixers, the Kimi delta-attention mixer, a hybrid's grouped-query or latent attention block,
+gated (or plain) MLPs, fused-MoE experts, and the embedding / final norm / LM head of a
+pipeline stage.  Every block returns one rank's tensors for ``count`` layers, in the order vLLM
+registers them.  The base classes (:class:`RecurrentHybrid`, :class:`Mamba2Hybrid`,
+:class:`LinearMlaHybrid`) hold the checks and hooks several families answer alike.
 """
 
 from __future__ import annotations
