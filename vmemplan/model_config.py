@@ -107,7 +107,25 @@ def _with_library_defaults(raw: Mapping[str, Any]) -> Mapping[str, Any]:
         return gemma3_text_defaults(raw)
     if model_type == "dbrx":
         return dbrx_flat(raw)
+    if raw.get("model_type") == "deepseek_vl_v2":
+        return deepseek_vl2_defaults(raw)
     return raw
+
+
+def deepseek_vl2_defaults(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """DeepSeek-VL2 / DeepSeek-OCR configs carry no ``architectures``: vLLM's DeepseekVLV2Config
+    defaults it to ``["DeepseekVLV2ForCausalLM"]`` (vllm/transformers_utils/configs/deepseek_vl2.py,
+    0.33.0).  Their multi-head-attention language models (both qk head dims 0) set
+    ``kv_lora_rank`` null and ``v_head_dim`` 0, which vLLM never reads on that path
+    (deepseek_v2.py::DeepseekAttention): both are dropped."""
+    out = dict(raw)
+    out.setdefault("architectures", ["DeepseekVLV2ForCausalLM"])
+    lc = raw.get("language_config")
+    if isinstance(lc, Mapping) and lc.get("kv_lora_rank", 0) is None and not lc.get("qk_nope_head_dim") \
+            and not lc.get("qk_rope_head_dim"):
+        out["language_config"] = {k: v for k, v in lc.items()
+                                  if not (k == "kv_lora_rank" or (k == "v_head_dim" and not v))}
+    return out
 
 
 def dbrx_flat(raw: Mapping[str, Any]) -> dict[str, Any]:

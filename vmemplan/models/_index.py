@@ -28,6 +28,7 @@ ARCHITECTURE_MODULES: dict[str, str] = {
     'DeepseekV3ForCausalLM': 'deepseek',
     'DeepseekV41ForCausalLM': 'deepseek_v4',
     'DeepseekV4ForCausalLM': 'deepseek_v4',
+    'DeepseekVLV2ForCausalLM': 'deepseek_vl2',
     'DomynEdgeForCausalLM': 'domyn_edge',
     'DoryForCausalLM': 'dory',
     'Ernie4_5_MoeForCausalLM': 'ernie45_moe',
