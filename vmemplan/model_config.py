@@ -109,6 +109,9 @@ def _with_library_defaults(raw: Mapping[str, Any]) -> Mapping[str, Any]:
         return dbrx_flat(raw)
     if raw.get("model_type") == "deepseek_vl_v2":
         return deepseek_vl2_defaults(raw)
+    if raw.get("model_type") == "colpali" and isinstance(raw.get("vlm_config"), Mapping):
+        # ColPali builds PaliGemma on its vlm_config (colpali.py: vllm_config.with_hf_config(config.vlm_config))
+        return _with_library_defaults({**raw["vlm_config"], **{k: v for k, v in raw.items() if k != "vlm_config"}})
     return raw
 
 

@@ -41,7 +41,8 @@ MULTIMODAL.update({"microsoft--Phi-3-vision-128k-instruct.transcribed.oracle-phi
 EMBEDDING = {"LlamaModel", "MistralModel", "Qwen2Model", "Gemma2Model", "Gemma3TextModel", "LlamaBidirectionalModel",
              "VoyageQwen3BidirectionalEmbedModel", "Lfm2BidirectionalModel", "DeepseekV3BidirectionalModel", "JinaEmbeddingsV5Model", "BertModel", "BertForMaskedLM", "BertSpladeSparseEmbeddingModel",
              "RobertaModel", "RobertaForMaskedLM", "XLMRobertaModel", "BgeM3EmbeddingModel", "ModernBertModel",
-             "GteModel", "NomicBertModel", "CLIPModel", "SiglipModel"}
+             "GteModel", "NomicBertModel", "CLIPModel", "SiglipModel",
+             "ColPaliForRetrieval"}
 EMBEDDING_TPS = {"google--embeddinggemma-300m.transcribed": (1, 3)}
 # skip a file whose twin is a plain copy of the same checkpoint
 SKIP_SUFFIXES = (".hf_quant_config.json",)

@@ -21,6 +21,7 @@ ARCHITECTURE_MODULES: dict[str, str] = {
     'Cohere2ForCausalLM': 'commandr',
     'Cohere2MoeForCausalLM': 'cohere2_moe',
     'CohereForCausalLM': 'commandr',
+    'ColPaliForRetrieval': 'colpali',
     'DeciLMForCausalLM': 'nemotron_nas',
     'DeepseekForCausalLM': 'deepseek',
     'DeepseekV2ForCausalLM': 'deepseek',
