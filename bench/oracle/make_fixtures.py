@@ -42,7 +42,7 @@ KEEP = (
 # shim: the shim script wraps the oracle (same arguments) and records what it emulated in the
 # fixture's assumptions; the fixture names it in "emulation_shim" (each script says why the
 # figures are unchanged)
-SHIMS = {"FlintForCausalLM": "shims_flint.py"}
+SHIMS = {"FlintForCausalLM": "shims_flint.py", "Qwen4ExpForCausalLM": "shims_qwen4_exp.py"}
 SHIMS.update({"DeepseekVLV2ForCausalLM": "shims_deepseek_vl2.py", "DeepseekOCRForCausalLM": "shims_deepseek_vl2.py"})
 WEIGHT_KEYS = ("parameters_bytes", "buffers_bytes", "total_bytes", "by_dtype",
                "parameters_by_dtype", "buffers_by_dtype", "host_tensors_bytes", "num_tensors",

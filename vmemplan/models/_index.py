@@ -139,6 +139,7 @@ ARCHITECTURE_MODULES: dict[str, str] = {
     'Qwen3_5ForConditionalGeneration': 'qwen3_5_vl',
     'Qwen3_5MoeForCausalLM': 'hybrid_qwen',
     'Qwen3_5MoeForConditionalGeneration': 'qwen3_5_vl',
+    'Qwen4ExpForCausalLM': 'qwen4_exp',
     'Rnj1ForCausalLM': 'rnj1',
     'RobertaForMaskedLM': 'bert',
     'RobertaModel': 'bert',
