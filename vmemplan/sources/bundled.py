@@ -17,7 +17,6 @@ from vmemplan.sources.local import (
     _SIDECAR_QUALIFIERS,
     _VARIANT_QUALIFIERS,
     ModelSource,
-    _auto_map_notes,
     _read_json_object,
 )
 
@@ -241,17 +240,8 @@ def _load_bundled(entry: _BundledFile, alias: _Alias | None, model_id: str, mode
     notes.append(_provenance_note(entry, provenance.get(entry.path.name)))
     for repo_file, path in entry.sidecars:
         notes.append(f"bundled {repo_file} of {entry.model_id} read from {path.name}")
-    notes.extend(_auto_map_notes(config))
-    return ModelSource(
-        model_id=model_id,
-        source="bundled",
-        config=config,
-        extra=extra,
-        revision=None,
-        path=str(entry.path),
-        safetensors_params=None,
-        notes=tuple(notes),
-    )
+    return ModelSource.of_config(model_id, "bundled", config, extra, notes, revision=None, path=str(entry.path),
+                                 safetensors_params=None)
 
 
 def _provenance_note(entry: _BundledFile, record: dict[str, Any] | None) -> str:

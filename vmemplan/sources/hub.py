@@ -23,7 +23,6 @@ from vmemplan.sources.local import (
     _REPO_ID_RE,
     EXTRA_CONFIG_FILES,
     ModelSource,
-    _auto_map_notes,
     _local_safetensors_params,
     _read_json_object,
 )
@@ -225,17 +224,8 @@ def _from_cache(repo_id: str, revision: str | None, settings: _HubSettings) -> M
     params, note = _local_safetensors_params(path.parent)
     if note:
         notes.append(note)
-    notes.extend(_auto_map_notes(config))
-    return ModelSource(
-        model_id=repo_id,
-        source="hf-cache",
-        config=config,
-        extra=extra,
-        revision=commit or revision,
-        path=found,
-        safetensors_params=params,
-        notes=tuple(notes),
-    )
+    return ModelSource.of_config(repo_id, "hf-cache", config, extra, notes, revision=commit or revision, path=found,
+                                 safetensors_params=params)
 
 
 class _Scrubber:
@@ -493,15 +483,6 @@ def _from_hub(
         else:
             notes.append(f"no safetensors parameter counts: {note or 'the repository has no safetensors weights'}")
 
-    notes.extend(_auto_map_notes(config))
-    return ModelSource(
-        model_id=repo_id,
-        source="hub",
-        config=config,
-        extra=extra,
-        revision=pinned,
-        path=downloaded,
-        safetensors_params=params,
-        notes=tuple(scrub(n) for n in notes),
-    )
+    return ModelSource.of_config(repo_id, "hub", config, extra, notes, revision=pinned, path=downloaded,
+                                 safetensors_params=params, scrub=scrub)
 

@@ -9,6 +9,7 @@ import os
 import re
 import stat
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -68,6 +69,19 @@ class ModelSource:
     path: str | None
     safetensors_params: dict[str, int] | None
     notes: tuple[str, ...]
+
+    @classmethod
+    def of_config(cls, model_id: str, source: SourceKind, config: dict[str, Any], extra: dict[str, dict[str, Any]],
+                  notes: list[str], *, revision: str | None, path: str | None,
+                  safetensors_params: dict[str, int] | None,
+                  scrub: Callable[[str], str] | None = None) -> ModelSource:
+        """The record of a ``config.json`` read from ``source``: ``notes`` then, where the config
+        declares ``auto_map``, the note that its custom code is never run; ``scrub`` (the Hub's
+        token scrubber) is applied to every note."""
+        notes = [*notes, *_auto_map_notes(config)]
+        return cls(model_id=model_id, source=source, config=config, extra=extra, revision=revision, path=path,
+                   safetensors_params=safetensors_params,
+                   notes=tuple(notes if scrub is None else (scrub(n) for n in notes)))
 
 
 # --------------------------------------------------------------------------------------------
@@ -294,15 +308,6 @@ def _load_local(ref: str, revision: str | None) -> ModelSource:
         params, note = _local_safetensors_params(model_dir)
         if note:
             notes.append(note)
-    notes.extend(_auto_map_notes(config))
-    return ModelSource(
-        model_id=os.path.normpath(str(given)),
-        source="local",
-        config=config,
-        extra=extra,
-        revision=None,
-        path=str(config_path.resolve()),
-        safetensors_params=params,
-        notes=tuple(notes),
-    )
+    return ModelSource.of_config(os.path.normpath(str(given)), "local", config, extra, notes, revision=None,
+                                 path=str(config_path.resolve()), safetensors_params=params)
 
