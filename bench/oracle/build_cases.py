@@ -30,7 +30,8 @@ MULTIMODAL = {"Qwen--Qwen3.5-27B": (1, 2, 4), "Qwen--Qwen3-VL-30B-A3B-Instruct.t
 # GLM-4.xV, Kimi-VL, DeepSeek-VL2/OCR (vmemplan/models/glm4v.py, kimi_vl.py, deepseek_vl2.py): TP 4 for GLM-4.5V,
 # whose 12 vision heads TP 8 does not divide
 MULTIMODAL.update({"zai-org--GLM-4.1V-9B-Thinking.synthetic": (1, 2), "zai-org--GLM-4.5V.transcribed": (1, 4),
-                   "moonshotai--Kimi-VL-A3B-Instruct.synthetic": (1, 2), "deepseek-ai--deepseek-vl2-tiny.ome": (1, 2)})
+                   "moonshotai--Kimi-VL-A3B-Instruct.synthetic": (1, 2), "deepseek-ai--deepseek-vl2-tiny.ome": (1, 2),
+                   "deepseek-ai--DeepSeek-OCR.transcribed": (1, 2)})
 # LLaVA-NeXT (vmemplan/models/llava_next.py): in _EMBEDDING_MODELS too, but served as a generator by default
 MULTIMODAL.update({"llava-hf--llava-v1.6-mistral-7b-hf.transcribed": (1, 2)})
 # Phi-3-vision (vmemplan/models/phi3v.py): the phi3_v config is remote code; its oracle copy reads as Phi3Config

@@ -67,3 +67,32 @@ def test_image_tokens():
     assert deepseek_vl2_image_tokens(384, 3456) == 2101
     ctx = GraphContext(model_dtype="bfloat16")
     assert _adapter().max_tokens_per_item(_adapter().config, ctx) == {"image": 2101}
+
+
+OCR = CONFIG.parent / "deepseek-ai--DeepSeek-OCR.transcribed.json"
+
+
+def test_ocr_deepencoder_by_hand():
+    """DeepSeek-OCR's encoders, bf16, TP 1.  SAM ViT-B: patch embed 768*3*16*16 + 768 = 590,592;
+    positions 64*64*768 = 3,145,728; a block: LayerNorms 3,072 + qkv 2304*768 + 2304 + proj 768² + 768
+    + lin1 3072*768 + 3072 + lin2 + 768 = 7,087,872, 12 blocks 85,054,464; relative positions 4 global
+    blocks x 2 x 127*64 + 8 windowed x 2 x 27*64 = 92,672; neck 256*768 + 256*256*9 + 4*256 = 787,456;
+    net_2 512*256*9 + net_3 1024*512*9 = 5,898,240: 95,569,152.  CLIP-L: patch embed 1024*3*14*14 =
+    602,112, class 1,024, positions 257*1024 = 263,168, pre-LayerNorm 2,048, a layer 4,096 + qkv
+    3072*1024 + 3072 + out 1024² + 1024 + fc1 4096*1024 + 4096 + fc2 + 1024 = 12,596,224, 24 layers:
+    303,177,728.  Linear projector 1280*2048 + 1280 + separators 2,560 = 2,625,280.  401,372,160
+    elements = 802,744,320 B + position_ids 257 int64 (2,056 B) = 802,746,376 B (vLLM 0.33's own
+    tensors of fixture deepseek-ai-DeepSeek-OCR.transcribed.tp1, less the language model)."""
+    a = adapter_for(ModelConfig.from_dict(json.loads(OCR.read_text())))
+    ctx = GraphContext(model_dtype="bfloat16")
+    assert _bytes(a.vision_weight_tensors(a.config, ctx)) == 802_746_376
+    assert _bytes(a.weight_tensors(ctx)) == 6_674_311_880
+
+
+def test_ocr_image_tokens():
+    """The 1280² dummy is 2 x 2 tiles of 640 (aspect 1): global 16 x 17 = 272, tiles (2*10) x (2*10 + 1)
+    = 420, plus 1: 693 tokens; a 640² image is one tile: 272 + 1 = 273."""
+    from vmemplan.models.deepseek_vl2 import deepseek_ocr_image_tokens
+
+    assert deepseek_ocr_image_tokens(1280, 1280) == 693
+    assert deepseek_ocr_image_tokens(640, 640) == 273

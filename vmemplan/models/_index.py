@@ -24,6 +24,7 @@ ARCHITECTURE_MODULES: dict[str, str] = {
     'ColPaliForRetrieval': 'colpali',
     'DeciLMForCausalLM': 'nemotron_nas',
     'DeepseekForCausalLM': 'deepseek',
+    'DeepseekOCRForCausalLM': 'deepseek_vl2',
     'DeepseekV2ForCausalLM': 'deepseek',
     'DeepseekV32ForCausalLM': 'deepseek',
     'DeepseekV3BidirectionalModel': 'pooling_decoders',

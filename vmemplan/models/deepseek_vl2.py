@@ -40,7 +40,8 @@ from vmemplan.models.deepseek import DeepseekMLA
 from vmemplan.models.multimodal import VisionEncoderMixin
 from vmemplan.models.vision_towers import _split
 
-__all__ = ["DeepseekVL2", "siglip_so400m_timm_tower", "mlp_projector_tensors", "deepseek_vl2_image_tokens"]
+__all__ = ["DeepseekVL2", "DeepseekOCR", "siglip_so400m_timm_tower", "mlp_projector_tensors", "deepseek_vl2_image_tokens",
+           "sam_vit_b_tensors", "deep_clip_tensors", "deepseek_ocr_image_tokens"]
 
 #: timm vit_so400m_patch14_siglip_384: width, blocks, heads, MLP width, patch, image size
 SO400M = {"width": 1152, "layers": 27, "heads": 16, "mlp": 4304, "patch": 14, "image": 384}
@@ -208,3 +209,123 @@ class DeepseekVL2(VisionEncoderMixin, DeepseekMLA):
                 f"{self.config.num_key_value_heads} heads x {self.mha_head_dim}") if self.use_mha else super().notes()[0]
         return (attn, "vision tower: timm vit_so400m_patch14_siglip_384 whatever vision_config says (vLLM builds "
                       "that fixed model)")
+
+
+# --------------------------------------------------------------------------------------
+# DeepSeek-OCR
+# --------------------------------------------------------------------------------------
+
+#: deepencoder.py::build_sam_vit_b (0.33.0): width 768, 12 blocks, head_dim 64, global-attention
+#: blocks 2/5/8/11 (others windowed, window 14), 1024² images of 16-pixel patches, neck 256, then
+#: the 512 and 1024-channel convolutions
+SAM_B = {"width": 768, "layers": 12, "mlp": 3072, "head_dim": 64, "global": (2, 5, 8, 11), "window": 14,
+         "image": 1024, "patch": 16, "neck": 256, "down": (512, 1024)}
+#: deepseek_ocr.py's CLIPVisionConfig: hidden 1024, MLP 4096, 16 heads, 24 layers, 224² / 14
+CLIP_L = {"width": 1024, "mlp": 4096, "heads": 16, "layers": 24, "image": 224, "patch": 14}
+#: vllm/transformers_utils/processors/deepseek_ocr.py ("Gundam": base 1024, tiles 640, 2..6 tiles)
+OCR_BASE, OCR_TILE, OCR_MIN_CROPS, OCR_MAX_CROPS = 1024, 640, 2, 6
+
+
+def sam_vit_b_tensors() -> list[WeightTensor]:
+    """deepencoder.py::ImageEncoderViT as build_sam_vit_b makes it: plain nn layers, never sharded:
+    Conv2d patch embed (bias), an absolute ``64 × 64 × 768`` position table, blocks of [LayerNorm ×2,
+    qkv (bias), proj (bias), MLP lin1/lin2 (bias), relative-position tables ``(2·size - 1) × 64`` for
+    h and w, size 64 in the global blocks and 14 (the window) in the others], the neck [1×1 conv,
+    LayerNorm2d, 3×3 conv, LayerNorm2d] and net_2 / net_3 (3×3 convs, no bias)."""
+    c, n, m, hd = SAM_B["width"], SAM_B["layers"], SAM_B["mlp"], SAM_B["head_dim"]
+    grid = SAM_B["image"] // SAM_B["patch"]
+    glob = len(SAM_B["global"])
+    neck = SAM_B["neck"]
+    d1, d2 = SAM_B["down"]
+
+    def t(name: str, rows: int, cols: int = 1, count: int = 1) -> WeightTensor:
+        return WeightTensor(f"sam_model.{name}", "encoder", rows, cols, count)
+
+    return [
+        t("patch_embed.proj", c, 3 * SAM_B["patch"] ** 2), t("patch_embed.proj.bias", c),
+        t("pos_embed", grid * grid, c),
+        t("blocks.norm1+norm2", c, 1, 4 * n),
+        t("blocks.attn.qkv", 3 * c, c, n), t("blocks.attn.qkv.bias", 3 * c, 1, n),
+        t("blocks.attn.proj", c, c, n), t("blocks.attn.proj.bias", c, 1, n),
+        t("blocks.mlp.lin1", m, c, n), t("blocks.mlp.lin1.bias", m, 1, n),
+        t("blocks.mlp.lin2", c, m, n), t("blocks.mlp.lin2.bias", c, 1, n),
+        t("blocks.attn.rel_pos_h+w (global)", 2 * grid - 1, hd, 2 * glob),
+        t("blocks.attn.rel_pos_h+w (windowed)", 2 * SAM_B["window"] - 1, hd, 2 * (n - glob)),
+        t("neck.0", neck, c), t("neck.2", neck, neck * 9), t("neck.1+3", neck, 1, 4),
+        t("net_2", d1, neck * 9), t("net_3", d2, d1 * 9),
+    ]
+
+
+def deep_clip_tensors(tp: int) -> list[WeightTensor]:
+    """deepencoder.py::DeepCLIPVisionTransformer (vLLM's CLIP encoder layers: qkv / out_proj / fc1 / fc2
+    shard over TP): Conv2d patch embed (no bias), class token, ``(224/14)² + 1`` positions and their
+    int64 ``position_ids``, pre-LayerNorm, layers of [LayerNorm ×2 and the biased linears]; no
+    post-LayerNorm."""
+    c, i, n = CLIP_L["width"], _split(CLIP_L["mlp"], tp, "CLIP MLP width"), CLIP_L["layers"]
+    _split(CLIP_L["heads"], tp, "CLIP attention heads")
+    q = c // tp
+    npos = (CLIP_L["image"] // CLIP_L["patch"]) ** 2 + 1
+
+    def t(name: str, rows: int, cols: int = 1, count: int = 1) -> WeightTensor:
+        return WeightTensor(f"vision_model.{name}", "encoder", rows, cols, count)
+
+    return [
+        t("embeddings.patch_embedding", c, 3 * CLIP_L["patch"] ** 2), t("embeddings.class_embedding", c),
+        t("embeddings.position_embedding", npos, c),
+        WeightTensor("vision_model.embeddings.position_ids", "buffer", 1, npos, dtype="int64"),
+        t("pre_layrnorm", c, 1, 2),
+        t("transformer.layers.layer_norm1+layer_norm2", c, 1, 4 * n),
+        t("transformer.layers.self_attn.qkv_proj", 3 * q, c, n), t("transformer.layers.self_attn.qkv_proj.bias", 3 * q, 1, n),
+        t("transformer.layers.self_attn.out_proj", c, q, n), t("transformer.layers.self_attn.out_proj.bias", c, 1, n),
+        t("transformer.layers.mlp.fc1", i, c, n), t("transformer.layers.mlp.fc1.bias", i, 1, n),
+        t("transformer.layers.mlp.fc2", c, i, n), t("transformer.layers.mlp.fc2.bias", c, 1, n),
+    ]
+
+
+def _ocr_tiles(width: int, height: int) -> tuple[int, int]:
+    """processors/deepseek_ocr.py::count_tiles: the (w, h) tile grid of 2..6 tiles whose aspect ratio
+    is closest (ties: the larger grid when the image covers half of it)."""
+    ratios = sorted({(i, j) for n in range(OCR_MIN_CROPS, OCR_MAX_CROPS + 1) for i in range(1, n + 1)
+                     for j in range(1, n + 1) if OCR_MIN_CROPS <= i * j <= OCR_MAX_CROPS}, key=lambda r: r[0] * r[1])
+    aspect, best, best_diff = width / height, (1, 1), float("inf")
+    for r in ratios:
+        diff = abs(aspect - r[0] / r[1])
+        if diff < best_diff:
+            best_diff, best = diff, r
+        elif diff == best_diff and width * height > 0.5 * OCR_TILE * OCR_TILE * r[0] * r[1]:
+            best = r
+    return best
+
+
+def deepseek_ocr_image_tokens(width: int, height: int) -> int:
+    """deepseek_ocr.py::DeepseekOCRProcessingInfo.get_num_image_tokens (cropping on): a global
+    ``h × (w + 1)`` view (h = ceil(1024/16/4) = 16) plus, above one tile, ``(th·10) × (tw·10 + 1)``."""
+    tw, th = (1, 1) if width <= OCR_TILE and height <= OCR_TILE else _ocr_tiles(width, height)
+    h = math.ceil((OCR_BASE // 16) / 4)
+    h2 = math.ceil((OCR_TILE // 16) / 4)
+    local = (th * h2) * (tw * h2 + 1) if (tw > 1 or th > 1) else 0
+    return h * (h + 1) + local + 1
+
+
+@register
+class DeepseekOCR(DeepseekVL2):
+    """DeepSeek-OCR: the DeepSeek-V2 MoE decoder plus the deepencoder (SAM ViT-B and a CLIP-L whose
+    layers shard over TP), a linear projector and the two separator vectors (deepseek_ocr.py, 0.33.0)."""
+
+    architectures = ("DeepseekOCRForCausalLM",)
+    patches_per_token = 16  # downsample_ratio 4, squared
+
+    def encoder_dims(self, config: Any) -> tuple[int, int]:
+        return CLIP_L["width"], CLIP_L["mlp"]
+
+    def vision_weight_tensors(self, config: Any, ctx: GraphContext) -> list[WeightTensor]:
+        pc = config.raw.get("projector_config") or {}
+        return sam_vit_b_tensors() + deep_clip_tensors(ctx.tensor_parallel_size) + mlp_projector_tensors(pc)
+
+    def max_tokens_per_item(self, config: Any, ctx: GraphContext) -> dict[str, int]:
+        """The 1280² dummy (get_image_size_with_most_features with base 1024 and tiles 640)."""
+        return {"image": deepseek_ocr_image_tokens(2 * OCR_TILE, 2 * OCR_TILE)}
+
+    def notes(self) -> tuple[str, ...]:
+        return (super().notes()[0], "vision tower: vLLM's fixed deepencoder (SAM ViT-B + CLIP-L) whatever "
+                "vision_config says")
