@@ -10,12 +10,16 @@ from __future__ import annotations
 
 import functools
 import os
+import sys
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from annotated_types import Gt, MinLen
 
 from vmemplan.core.errors import RegistryInvalid
+from vmemplan.core.records import Record as _Record
+from vmemplan.core.records import validate
 from vmemplan.sources.cache import retry_uncached as _retry_uncached
 
 if TYPE_CHECKING:
@@ -25,30 +29,30 @@ if TYPE_CHECKING:
 __all__ = ["Gpu", "Registry", "registry_dir", "load_registry", "parse_gpus"]
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class GpuSource(_Frozen):
+@dataclass(frozen=True, kw_only=True)
+class GpuSource(_Record):
     fact: str
     kind: str
     ref: str
 
 
-class Interconnect(_Frozen):
+@dataclass(frozen=True, kw_only=True)
+class Interconnect(_Record):
     kind: str
     gbps_bidirectional: float | None = None
     pcie_gbps_bidirectional: float | None = None
 
 
-class BatchTier(_Frozen):
+@dataclass(frozen=True, kw_only=True)
+class BatchTier(_Record):
     threshold_input_gib: float | None = None
     v1_name_rule: str | None = None
     memory_rule: str | None = None
     memory_rule_with_160gib_tier: str | None = None
 
 
-class Gpu(_Frozen):
+@dataclass(frozen=True, kw_only=True)
+class Gpu(_Record):
     """One accelerator.  ``total_memory_bytes`` is what CUDA/HIP reports as the device total
     (``torch.cuda.mem_get_info()[1]``): the figure vLLM multiplies by
     ``gpu_memory_utilization``.  ``nvml_total_bytes`` is nvidia-smi's total, which vLLM uses
@@ -65,7 +69,7 @@ class Gpu(_Frozen):
     sm_count: int | None = None
     marketing_memory_gb: float
     memory_type: str | None = None
-    total_memory_bytes: int = Field(gt=0)
+    total_memory_bytes: Annotated[int, Gt(0)]
     total_memory_mib: float | None = None
     total_memory_gib: float | None = None
     total_memory_evidence: str
@@ -86,7 +90,7 @@ class Gpu(_Frozen):
     interconnect: Interconnect | None = None
     vllm_batch_default_tier: BatchTier | None = None
     notes: str | None = None
-    sources: tuple[GpuSource, ...] = Field(min_length=1)
+    sources: Annotated[tuple[GpuSource, ...], MinLen(1)]
 
     @property
     def sm_major(self) -> int | None:
@@ -110,23 +114,23 @@ class Gpu(_Frozen):
         return self.nvml_total_bytes or self.total_memory_bytes
 
 
-def _format_validation(prefix: str, err: ValidationError) -> list[str]:
-    out = []
-    for e in err.errors():
-        loc = ".".join(str(p) for p in e["loc"])
-        out.append(f"{prefix}: {loc}: {e['msg']}")
-    return out
+def _format_validation(prefix: str, err: Any) -> list[str]:
+    from vmemplan.core.records import describe_errors
+
+    return [f"{prefix}: {loc}: {msg}" for loc, msg in describe_errors(err)]
 
 
 def parse_gpus(data: Any, *, filename: str = "gpus.yaml") -> tuple[Gpu, ...]:
     """Validate the GPU registry mapping (pure).  Raises RegistryInvalid listing every error."""
     if not isinstance(data, dict) or not isinstance(data.get("gpus"), list):
         raise RegistryInvalid(f"{filename}: expected a mapping with a 'gpus' list", hint="reinstall vmemplan, or unset VMEMPLAN_REGISTRY to use the registry it ships with")
+    from pydantic import ValidationError
+
     gpus: list[Gpu] = []
     errors: list[str] = []
     for i, raw in enumerate(data["gpus"]):
         try:
-            gpus.append(Gpu.model_validate(raw))
+            gpus.append(validate(Gpu, raw))
         except ValidationError as err:
             ident = raw.get("id", f"#{i}") if isinstance(raw, dict) else f"#{i}"
             errors.extend(_format_validation(f"{filename}: {ident}", err))
@@ -264,13 +268,67 @@ def _read_yaml(path: Path, errors: list[str]) -> Any:
     return None
 
 
+def _registry_sources(root: Path) -> list[tuple[str, bytes]] | None:
+    """The files a registry is validated from, as (name, bytes); None when one cannot be read
+    (then validation reports it)."""
+    from vmemplan.sources._io import read_regular
+
+    paths = [root / "gpus.yaml", root / "cost_model.yaml", *sorted((root / "vllm").glob("*.yaml"))]
+    try:
+        return [(str(p.relative_to(root)), read_regular(p, 16 * 1024 * 1024)) for p in paths]
+    except OSError:
+        return None
+
+
+def _record_classes() -> dict[str, type]:
+    """Every record class a validated registry holds (what a snapshot may rebuild)."""
+    import dataclasses
+
+    from vmemplan import registry_schema, rules, rules_sections
+
+    out: dict[str, type] = {}
+    for module in (rules_sections, rules, registry_schema, sys.modules[__name__]):
+        for obj in vars(module).values():
+            if isinstance(obj, type) and dataclasses.is_dataclass(obj) and obj.__module__ == module.__name__:
+                out[f"{module.__name__}.{obj.__qualname__}"] = obj
+    return out
+
+
 @functools.cache
-@_retry_uncached  # a parse-cache entry of the wrong shape is dropped and its source parsed again
+@_retry_uncached  # a cache entry of the wrong shape is dropped and the registry validated again
 def load_registry(root: Path | None = None) -> Registry:
-    """Read and validate the whole registry once per process."""
+    """The whole registry, validated once per install: a snapshot of the validated records
+    (:func:`vmemplan.sources.cache.cached_records`, keyed by every file's content) serves
+    later processes without YAML or pydantic."""
     root = Path(root) if root is not None else registry_dir()
     if not root.is_dir():
         raise RegistryInvalid(f"registry directory {root} not found", hint="reinstall vmemplan or unset VMEMPLAN_REGISTRY")
+    sources = _registry_sources(root)
+    if sources is None:
+        parts = _validate_registry(root)
+    else:
+        from vmemplan.sources.cache import cached_records
+
+        parts = cached_records("registry", sources, lambda: _validate_registry(root), _record_classes(),
+                               _is_registry_parts)
+    return Registry(root=root, gpus=parts["gpus"], rules_packs=parts["rules_packs"], cost_model=parts["cost_model"],
+                    speed=None, ambiguous=parts["ambiguous"])
+
+
+def _is_registry_parts(parts: Any) -> bool:
+    """Whether a decoded snapshot has the shape :func:`_validate_registry` returns."""
+    from vmemplan.registry_schema import CostModel
+    from vmemplan.rules import RulesPack
+
+    return (isinstance(parts, dict) and set(parts) == {"gpus", "rules_packs", "cost_model", "ambiguous"}
+            and isinstance(parts["gpus"], tuple) and all(isinstance(g, Gpu) for g in parts["gpus"])
+            and isinstance(parts["rules_packs"], tuple) and bool(parts["rules_packs"])
+            and all(isinstance(p, RulesPack) for p in parts["rules_packs"])
+            and isinstance(parts["cost_model"], CostModel) and isinstance(parts["ambiguous"], dict))
+
+
+def _validate_registry(root: Path) -> dict[str, Any]:
+    """Read and validate gpus.yaml, the rules packs and cost_model.yaml, collecting every error."""
     errors: list[str] = []
     gpus: tuple[Gpu, ...] = ()
     data = _read_yaml(root / "gpus.yaml", errors)
@@ -303,8 +361,8 @@ def load_registry(root: Path | None = None) -> Registry:
         raise RegistryInvalid(
             "invalid registry: " + "; ".join(errors), hint=f"fix the files under {root}"
         )
-    return Registry(root=root, gpus=gpus, rules_packs=rules_packs, cost_model=cost_model, speed=None,
-                    ambiguous={str(k).lower(): list(v) for k, v in (ambiguous or {}).items()})
+    return {"gpus": gpus, "rules_packs": rules_packs, "cost_model": cost_model,
+            "ambiguous": {str(k).lower(): [str(n) for n in v] for k, v in (ambiguous or {}).items()}}
 
 
 @_retry_uncached
@@ -397,6 +455,8 @@ def _load_speed(root: Path) -> Any:
     data = _read_yaml(root / "speed.yaml", errors)
     if errors:
         raise RegistryInvalid("invalid registry: " + "; ".join(errors), hint=f"fix the files under {root}")
+    from pydantic import ValidationError
+
     from vmemplan.registry_schema import parse_speed_constants
 
     try:

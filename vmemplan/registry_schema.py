@@ -11,11 +11,14 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Mapping
-from typing import Any, Literal
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from annotated_types import Ge, Gt, Le, Lt, MinLen
 
 from vmemplan.core.errors import RegistryInvalid, UsageError
+from vmemplan.core.records import Record as _Record
+from vmemplan.core.records import validate
 from vmemplan.laws.activation import ActivationConstants
 from vmemplan.laws.overhead import (
     CUDA_GRAPH_MODES,
@@ -40,10 +43,6 @@ __all__ = [
 # --------------------------------------------------------------------------- cost_model.yaml
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
 #: answers of the frozen cost model's lookups, per model object (a plan asks each a few times and
 #: a sweep once per point): (id(model), method, args) -> (model, answer); the model is kept so that
 #: its id stays its own
@@ -66,47 +65,49 @@ def _memo(fn: Any) -> Any:
     return wrapper
 
 
-class Constant(_Strict):
+@dataclass(frozen=True, kw_only=True)
+class Constant(_Record):
     """One registry number with its provenance."""
 
-    value: float = Field(ge=0)  # every cost-model constant is a count or a size
-    source: str = Field(min_length=1)
-    obtained: str = Field(min_length=1)
-    vllm_version: str = Field(min_length=1)
+    value: Annotated[float, Ge(0)]  # every cost-model constant is a count or a size
+    source: Annotated[str, MinLen(1)]
+    obtained: Annotated[str, MinLen(1)]
+    vllm_version: Annotated[str, MinLen(1)]
 
 
-class ConstantTable(_Strict):
+@dataclass(frozen=True, kw_only=True)
+class ConstantTable(_Record):
     """A table of registry numbers (keyed by tp, world size or mode) with its provenance."""
 
     values: dict[Any, float]
-    source: str = Field(min_length=1)
-    obtained: str = Field(min_length=1)
-    vllm_version: str = Field(min_length=1)
+    source: Annotated[str, MinLen(1)]
+    obtained: Annotated[str, MinLen(1)]
+    vllm_version: Annotated[str, MinLen(1)]
 
 
-class SamplerReleaseDefault(_Strict):
+@dataclass(frozen=True, kw_only=True)
+class SamplerReleaseDefault(_Record):
     """A sampler path that is the default only for the releases before ``vllm_before`` (within
     the era), with the vLLM source that says so."""
 
     vllm_before: str
     path: str
-    source: str = Field(min_length=1)
+    source: Annotated[str, MinLen(1)]
 
 
-class SamplerRegistry(_Strict):
+@dataclass(frozen=True, kw_only=True)
+class SamplerRegistry(_Record):
     default_path: str
     paths: dict[str, Constant]
-    release_defaults: list[SamplerReleaseDefault] = Field(default_factory=list)
+    release_defaults: list[SamplerReleaseDefault] = field(default_factory=list)
 
-    @model_validator(mode="after")
-    def _default_known(self) -> SamplerRegistry:
+    def __post_init__(self) -> None:
         if self.default_path not in self.paths:
             raise ValueError(f"default_path {self.default_path!r} is not one of {sorted(self.paths)}")
         for rd in self.release_defaults:
             if rd.path not in self.paths:
                 raise ValueError(f"release default path {rd.path!r} is not one of {sorted(self.paths)}")
             parse_vllm_version(rd.vllm_before)
-        return self
 
     def default_for(self, version: tuple[int, int, int]) -> str:
         """The path a release runs by default: the first ``release_defaults`` entry whose
@@ -117,18 +118,20 @@ class SamplerRegistry(_Strict):
         return self.default_path
 
 
-class FusedMoeRegistry(_Strict):
+@dataclass(frozen=True, kw_only=True)
+class FusedMoeRegistry(_Record):
     """How one release era's fused-MoE call lays out its workspaces (read from vLLM's code)."""
 
     workspace_layout: Literal["fused_experts_impl", "modular"]
-    chunk_tokens: int = Field(ge=0)  # VLLM_FUSED_MOE_CHUNK_SIZE's default; 0 = no chunking
-    source: str = Field(min_length=1)
-    obtained: str = Field(min_length=1)
-    vllm_version: str = Field(min_length=1)
-    calibrated_by: str = Field(min_length=1)  # corpus logs that check it, or "none"
+    chunk_tokens: Annotated[int, Ge(0)]  # VLLM_FUSED_MOE_CHUNK_SIZE's default; 0 = no chunking
+    source: Annotated[str, MinLen(1)]
+    obtained: Annotated[str, MinLen(1)]
+    vllm_version: Annotated[str, MinLen(1)]
+    calibrated_by: Annotated[str, MinLen(1)]  # corpus logs that check it, or "none"
 
 
-class ActivationRegistry(_Strict):
+@dataclass(frozen=True, kw_only=True)
+class ActivationRegistry(_Record):
     dense_hidden_buffers: Constant
     dense_intermediate_buffers: Constant
     fused_moe: FusedMoeRegistry
@@ -136,7 +139,8 @@ class ActivationRegistry(_Strict):
     sampler: SamplerRegistry
 
 
-class Era(_Strict):
+@dataclass(frozen=True, kw_only=True)
+class Era(_Record):
     """A span of vLLM releases whose memory accounting works the same way."""
 
     id: str
@@ -152,12 +156,10 @@ class Era(_Strict):
     non_torch_base_bytes: Constant
     notes: str = ""
 
-    @model_validator(mode="after")
-    def _versions_parse(self) -> Era:
+    def __post_init__(self) -> None:
         parse_vllm_version(self.vllm_from)
         if self.vllm_before is not None:
             parse_vllm_version(self.vllm_before)
-        return self
 
     def contains(self, version: tuple[int, int, int]) -> bool:
         lo = parse_vllm_version(self.vllm_from)
@@ -166,35 +168,37 @@ class Era(_Strict):
         return self.vllm_before is None or version < parse_vllm_version(self.vllm_before)
 
 
-class CudaGraphFamilyRegistry(_Strict):
+@dataclass(frozen=True, kw_only=True)
+class CudaGraphFamilyRegistry(_Record):
     floor_bytes: Constant
     per_token_hidden_layer_bytes: Constant
     per_graph_bytes: Constant
 
 
-class CudaGraphRegistry(_Strict):
+@dataclass(frozen=True, kw_only=True)
+class CudaGraphRegistry(_Record):
     flat_bytes_by_mode: ConstantTable
     families: dict[Literal["piecewise", "full"], CudaGraphFamilyRegistry] | None = None
 
-    @model_validator(mode="after")
-    def _modes_known(self) -> CudaGraphRegistry:
+    def __post_init__(self) -> None:
         unknown = set(self.flat_bytes_by_mode.values) - set(CUDA_GRAPH_MODES)
         if unknown:
             raise ValueError(f"unknown CUDA graph modes {sorted(map(str, unknown))}")
-        return self
 
 
-class PreBudgetRegistry(_Strict):
+@dataclass(frozen=True, kw_only=True)
+class PreBudgetRegistry(_Record):
     cuda_context_bytes: Constant
     workspace_bytes: Constant
     communicator_bytes_by_world_size: ConstantTable
 
 
-class CostModel(_Strict):
+@dataclass(frozen=True, kw_only=True)
+class CostModel(_Record):
     """The whole cost-model registry, validated."""
 
     schema_version: Literal[1]
-    eras: list[Era] = Field(min_length=1)
+    eras: Annotated[list[Era], MinLen(1)]
     pre_budget: PreBudgetRegistry
     cuda_graphs: CudaGraphRegistry
 
@@ -300,13 +304,16 @@ def parse_cost_model(mapping: Mapping[str, Any]) -> CostModel:
         raise RegistryInvalid("cost model registry must be a mapping at the top level")
     # Top-level keys starting with "x-" hold YAML anchors shared by the eras; they carry no data.
     data = {k: v for k, v in mapping.items() if not (isinstance(k, str) and k.startswith("x-"))}
+    from pydantic import ValidationError
+
     try:
-        model = CostModel.model_validate(data)
+        model = validate(CostModel, data)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first.get("loc", ())) or "<root>"
+        from vmemplan.core.records import describe_errors
+
+        where, msg = describe_errors(exc)[0]
         raise RegistryInvalid(
-            f"cost model registry invalid at {where}: {first.get('msg', 'invalid')}",
+            f"cost model registry invalid at {where or '<root>'}: {msg}",
             hint=f"{exc.error_count()} problem(s); see registry/COST_MODEL.md for the schema",
         ) from None
     ids = [e.id for e in model.eras]
@@ -328,28 +335,25 @@ _CONSTANT_NAMES = (
 )
 
 
-class SpeedConstants(BaseModel):
+@dataclass(frozen=True, kw_only=True)
+class SpeedConstants(_Record):
     """The tunable constants of the speed model, each with the text saying where it came from."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    efficiency_compute: float = Field(gt=0, le=1)
-    efficiency_bandwidth: float = Field(gt=0, le=1)
-    efficiency_interconnect: float = Field(gt=0, le=1)
-    allreduce_latency_s: float = Field(ge=0, lt=1)
-    default_interconnect_bytes_per_s: float = Field(gt=0)
-    allreduce_bytes_per_element: int = Field(ge=1, le=8)
+    efficiency_compute: Annotated[float, Gt(0), Le(1)]
+    efficiency_bandwidth: Annotated[float, Gt(0), Le(1)]
+    efficiency_interconnect: Annotated[float, Gt(0), Le(1)]
+    allreduce_latency_s: Annotated[float, Ge(0), Lt(1)]
+    default_interconnect_bytes_per_s: Annotated[float, Gt(0)]
+    allreduce_bytes_per_element: Annotated[int, Ge(1), Le(8)]
     sources: dict[str, str]
 
-    @model_validator(mode="after")
-    def _every_constant_has_a_source(self) -> SpeedConstants:
+    def __post_init__(self) -> None:
         missing = [n for n in _CONSTANT_NAMES if not str(self.sources.get(n, "")).strip()]
         if missing:
             raise ValueError(f"no source text for: {', '.join(missing)}")
         extra = sorted(set(self.sources) - set(_CONSTANT_NAMES))
         if extra:
             raise ValueError(f"sources given for unknown constants: {', '.join(extra)}")
-        return self
 
 
 def parse_speed_constants(mapping: Mapping[str, Any]) -> SpeedConstants:
@@ -378,11 +382,14 @@ def parse_speed_constants(mapping: Mapping[str, Any]) -> SpeedConstants:
             raise RegistryInvalid(f"speed registry: {name!r} must have exactly 'value' and 'source'", hint=hint)
         values[str(name)] = entry["value"]
         sources[str(name)] = entry["source"] if isinstance(entry["source"], str) else ""
+    from pydantic import ValidationError
+
     try:
-        return SpeedConstants(**values, sources=sources)
+        return validate(SpeedConstants, {**values, "sources": sources})
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first.get("loc", ())) or "constants"
-        raise RegistryInvalid(f"speed registry: {where}: {first.get('msg')}", hint=hint) from None
+        from vmemplan.core.records import describe_errors
+
+        where, msg = describe_errors(exc)[0]
+        raise RegistryInvalid(f"speed registry: {where or 'constants'}: {msg}", hint=hint) from None
     except TypeError as exc:  # pragma: no cover - defensive
         raise RegistryInvalid(f"speed registry: {exc}", hint=hint) from None

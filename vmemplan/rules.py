@@ -18,18 +18,17 @@ Nothing here imports vLLM; the rules are restated from reading the release wheel
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import (
-    Field,
-    ValidationError,
-    ValidationInfo,
-    field_validator,
-)
+from annotated_types import MinLen
 
 from vmemplan.core.errors import RegistryInvalid, UsageError
+from vmemplan.core.records import Record as _Record
+from vmemplan.core.records import validate
 from vmemplan.core.version import parse_version
 from vmemplan.rules_sections import (
     BatchDefaults,
@@ -40,8 +39,10 @@ from vmemplan.rules_sections import (
     KvCacheRules,
     LogFormats,
     Sourced,
-    _Frozen,
 )
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
 
 __all__ = [
     "GIB_BYTES",
@@ -63,6 +64,7 @@ __all__ = [
 ]
 
 GIB_BYTES = 1 << 30
+_PACK_ID = re.compile(r"^v\d+\.\d+(\.\d+)?(-v0|-v1)?$")
 
 
 # --------------------------------------------------------------------------------------
@@ -70,7 +72,8 @@ GIB_BYTES = 1 << 30
 # --------------------------------------------------------------------------------------
 
 
-class RulesPack(_Frozen):
+@dataclass(frozen=True, kw_only=True)
+class RulesPack(_Record):
     """All release-dependent rules of one vLLM release line.
 
     ``engine_default`` is False for a pack that describes the engine a release still had
@@ -78,12 +81,12 @@ class RulesPack(_Frozen):
     its version range with the default pack of the other engine.
     """
 
-    id: str = Field(pattern=r"^v\d+\.\d+(\.\d+)?(-v0|-v1)?$")
+    id: str  # "v0.11", "v0.8.5", "v0.8-v0": checked in __post_init__
     min_version: str
     max_version: str | None
     engine: Literal["v0", "v1"]
     engine_default: bool = True
-    summary: str = Field(min_length=1)
+    summary: Annotated[str, MinLen(1)]
     defaults: Defaults
     batch_defaults: BatchDefaults
     cuda_graphs: CudaGraphRules
@@ -91,22 +94,14 @@ class RulesPack(_Frozen):
     kv_cache: KvCacheRules
     log: LogFormats
 
-    @field_validator("min_version")
-    @classmethod
-    def _min_parses(cls, value: str) -> str:
-        _parse_for_schema(value)
-        return value
-
-    @field_validator("max_version")
-    @classmethod
-    def _max_parses(cls, value: str | None, info: ValidationInfo) -> str | None:
-        if value is None:
-            return value
-        high = _parse_for_schema(value)
-        low_text = info.data.get("min_version")
-        if isinstance(low_text, str) and not _release_prefix_le(parse_version(low_text), high):
-            raise ValueError(f"{value} is below min_version {low_text}")
-        return value
+    def __post_init__(self) -> None:
+        if not _PACK_ID.match(self.id):
+            raise ValueError(f"id: pack id {self.id!r} is not of the form v0.11 / v0.8.5 / v0.8-v0")
+        low = _parse_for_schema(self.min_version, "min_version")
+        if self.max_version is not None:
+            high = _parse_for_schema(self.max_version, "max_version")
+            if not _release_prefix_le(low, high):
+                raise ValueError(f"max_version: {self.max_version} is below min_version {self.min_version}")
 
     @property
     def min_key(self) -> tuple[int, ...]:
@@ -157,12 +152,12 @@ def _release_prefix_le(key: Sequence[int], bound: Sequence[int]) -> bool:
     return tuple(key) + (0,) * (len(bound) - len(key)) <= tuple(bound)
 
 
-def _parse_for_schema(text: str) -> tuple[int, ...]:
-    """parse_version for validators: a ValueError so pydantic reports the field."""
+def _parse_for_schema(text: str, field: str) -> tuple[int, ...]:
+    """parse_version for validators: a ValueError naming the field, so it is reported there."""
     try:
         return parse_version(text)
     except UsageError:
-        raise ValueError(f"not a version number: {text!r}") from None
+        raise ValueError(f"{field}: not a version number: {text!r}") from None
 
 
 def supported_range(packs: Sequence[RulesPack]) -> str:
@@ -253,11 +248,9 @@ def _prefer_default(packs: Sequence[RulesPack]) -> RulesPack:
 
 
 def _describe_errors(label: str, exc: ValidationError) -> list[str]:
-    lines = []
-    for err in exc.errors():
-        loc = ".".join(str(part) for part in err.get("loc", ())) or "(top level)"
-        lines.append(f"{label}: {loc}: {err.get('msg', 'invalid')}")
-    return lines
+    from vmemplan.core.records import describe_errors
+
+    return [f"{label}: {loc or '(top level)'}: {msg}" for loc, msg in describe_errors(exc)]
 
 
 def parse_rules_pack(mapping: Mapping[str, Any], *, label: str = "<rules pack>") -> RulesPack:
@@ -268,8 +261,10 @@ def parse_rules_pack(mapping: Mapping[str, Any], *, label: str = "<rules pack>")
     """
     if not isinstance(mapping, Mapping):
         raise RegistryInvalid(f"{label}: (top level): expected a mapping, got {type(mapping).__name__}")
+    from pydantic import ValidationError
+
     try:
-        return RulesPack.model_validate(dict(mapping))
+        return validate(RulesPack, dict(mapping))
     except ValidationError as exc:
         raise RegistryInvalid("\n".join(_describe_errors(label, exc))) from None
 

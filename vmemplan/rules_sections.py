@@ -2,39 +2,35 @@
 the budget formula, the KV token count and the log formats of one release line.
 
 Split out of :mod:`vmemplan.rules` (which holds the pack itself, version ranges, loading and
-selection, and re-exports every public name here).  Each section is a frozen pydantic model;
+selection, and re-exports every public name here).  Each section is a frozen dataclass
+(:mod:`vmemplan.core.records`: pydantic validates it when a file is read);
 every value carries where it was read from (a :class:`Sourced` value, or a ``sources`` map of
 field name -> "vllm/file.py::function (version)").
 """
 
 from __future__ import annotations
 
-from typing import Generic, Literal, TypeVar
+from dataclasses import dataclass, field, fields
+from typing import Annotated, Generic, Literal, TypeVar
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    model_validator,
-)
+from annotated_types import Ge, MinLen
+
+from vmemplan.core.records import Record as _Record
+from vmemplan.core.records import set_fields
 
 T = TypeVar("T")
 
-_FROZEN = ConfigDict(frozen=True, extra="forbid")
 
-
-class _Frozen(BaseModel):
-    model_config = _FROZEN
-
-
-class Sourced(_Frozen, Generic[T]):
+@dataclass(frozen=True, kw_only=True)
+class Sourced(_Record, Generic[T]):
     """A rule value plus the vLLM file::function (and release) it was read from."""
 
     value: T
-    source: str = Field(min_length=1)
+    source: Annotated[str, MinLen(1)]
 
 
-class _WithSources(_Frozen):
+@dataclass(frozen=True, kw_only=True)
+class _WithSources(_Record):
     """A rules section whose ``sources`` map must cover every field that is set.
 
     ``sources`` maps a field name to "vllm/path.py::function (version)".  Every field the
@@ -44,22 +40,21 @@ class _WithSources(_Frozen):
 
     sources: dict[str, str]
 
-    @model_validator(mode="after")
-    def _every_value_has_a_source(self) -> _WithSources:
-        names = [n for n in type(self).model_fields if n != "sources"]
+    def __post_init__(self) -> None:
+        names = [f.name for f in fields(self) if f.name != "sources"]
         unknown = sorted(set(self.sources) - set(names))
+        given = set(set_fields(self))
         if unknown:
             raise ValueError(f"sources names unknown field(s): {', '.join(unknown)}")
         missing = [
             n
             for n in names
-            if n in self.model_fields_set
+            if n in given
             and getattr(self, n) not in (None, (), {})
             and not self.sources.get(n, "").strip()
         ]
         if missing:
             raise ValueError(f"no source given for: {', '.join(missing)}")
-        return self
 
 
 # --------------------------------------------------------------------------------------
@@ -67,7 +62,8 @@ class _WithSources(_Frozen):
 # --------------------------------------------------------------------------------------
 
 
-class Defaults(_Frozen):
+@dataclass(frozen=True, kw_only=True)
+class Defaults(_Record):
     """Engine defaults that the planner needs when a flag is not given.
 
     ``chunked_prefill_auto_above_max_model_len`` is the V0 rule that switched chunked
@@ -90,7 +86,8 @@ class Defaults(_Frozen):
 # --------------------------------------------------------------------------------------
 
 
-class BatchTier(_Frozen):
+@dataclass(frozen=True, kw_only=True)
+class BatchTier(_Record):
     """One device tier of the serve-mode (OpenAI API server) scheduler defaults.
 
     A device falls into the first tier whose ``min_total_bytes`` it reaches (NVML total,
@@ -99,15 +96,15 @@ class BatchTier(_Frozen):
     exclusions do not match it.
     """
 
-    min_total_bytes: int = Field(ge=0)
-    max_num_batched_tokens: int = Field(ge=1)
-    max_num_seqs: int = Field(ge=1)
+    min_total_bytes: Annotated[int, Ge(0)]
+    max_num_batched_tokens: Annotated[int, Ge(1)]
+    max_num_seqs: Annotated[int, Ge(1)]
     require_name_substrings_any: tuple[str, ...] = ()
     exclude_name_substrings: tuple[str, ...] = ()
     exclude_compute_capabilities: tuple[tuple[int, int], ...] = ()
     # Used only when the caller does not know the compute capability (e.g. GB10).
     exclude_name_substrings_if_capability_unknown: tuple[str, ...] = ()
-    source: str = Field(min_length=1)
+    source: Annotated[str, MinLen(1)]
 
     def matches(
         self,
@@ -134,6 +131,7 @@ class BatchTier(_Frozen):
         return True
 
 
+@dataclass(frozen=True, kw_only=True)
 class BatchDefaults(_WithSources):
     """Serve-mode defaults of ``max_num_batched_tokens`` and ``max_num_seqs``.
 
@@ -151,20 +149,19 @@ class BatchDefaults(_WithSources):
     """
 
     mode: Literal["v0_scheduler", "v1_usage_context"]
-    tiers: tuple[BatchTier, ...] = Field(min_length=1)
+    tiers: Annotated[tuple[BatchTier, ...], MinLen(1)]
     chunked_off_rule: Literal["max_with_floor", "max_model_len", "max_with_tier", "ignored"]
     unchunked_floor_tokens: int | None = None
     cap_tokens_by_seqs_times_len: bool
     cap_seqs_by_tokens: bool
 
-    @model_validator(mode="after")
-    def _floor_present(self) -> BatchDefaults:
+    def __post_init__(self) -> None:
+        super().__post_init__()
         if self.chunked_off_rule == "max_with_floor" and self.unchunked_floor_tokens is None:
             raise ValueError("chunked_off_rule max_with_floor needs unchunked_floor_tokens")
         last = self.tiers[-1]
         if last.min_total_bytes != 0 or last.require_name_substrings_any:
             raise ValueError("the last tier must be the catch-all (min_total_bytes: 0, no name requirement)")
-        return self
 
     def tier_for(
         self,
@@ -227,6 +224,7 @@ class BatchDefaults(_WithSources):
 # --------------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True, kw_only=True)
 class CudaGraphRules(_WithSources):
     """Default CUDA-graph mode and the default capture-size list.
 
@@ -241,13 +239,13 @@ class CudaGraphRules(_WithSources):
 
     default_mode: Literal["NONE", "PIECEWISE", "FULL_AND_PIECEWISE", "FULL_DECODE_ONLY"]
     size_basis: Literal["max_num_seqs_padded", "max_num_batched_tokens"]
-    max_capture_size_cap: int = Field(ge=1)
+    max_capture_size_cap: Annotated[int, Ge(1)]
     max_capture_size_cap_sm100: int | None = None
     seqs_multiplier: int | None = None
     spec_decode_multiplier: bool
     small_sizes: tuple[int, ...]
-    step_below_256: int = Field(ge=1)
-    step_above_256: int = Field(ge=1)
+    step_below_256: Annotated[int, Ge(1)]
+    step_above_256: Annotated[int, Ge(1)]
     include_max_num_batched_tokens: bool = False
     uniform_decode_sizes: bool = False
     estimate_computed: bool
@@ -353,6 +351,7 @@ class CudaGraphRules(_WithSources):
 # --------------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True, kw_only=True)
 class BudgetRules(_WithSources):
     """How the release turns device memory into KV-cache bytes.
 
@@ -381,12 +380,13 @@ class BudgetRules(_WithSources):
     cuda_context_inside_budget: bool
     other_processes_inside_budget: bool
     profile_tokens: Literal["max_num_batched_tokens", "max_model_len"]
-    sampler_runs: int = Field(ge=0)
+    sampler_runs: Annotated[int, Ge(0)]
     suggestion_redundancy_buffer_bytes: int | None = None
     external_weight_memory_excluded: bool = False
     notes: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True, kw_only=True)
 class KvCacheRules(_WithSources):
     """How blocks, the logged token count and the logged concurrency are derived.
 
@@ -422,6 +422,7 @@ class KvCacheRules(_WithSources):
 ValueFormat = Literal["gib_float", "format_gib"]
 
 
+@dataclass(frozen=True, kw_only=True)
 class LogFormats(_WithSources):
     """The exact printf-style format strings this release prints (``%`` formatting).
 
@@ -471,17 +472,16 @@ class LogFormats(_WithSources):
     load_oom: str | None = None
     # --num-gpu-blocks-override (%d the budget's blocks, %d the override)
     num_blocks_override: str | None = None
-    alternates: dict[str, tuple[str, ...]] = Field(default_factory=dict)
+    alternates: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
-    @model_validator(mode="after")
-    def _pairs(self) -> LogFormats:
+    def __post_init__(self) -> None:
+        super().__post_init__()
         if (self.available_kv is None) != (self.available_kv_value is None):
             raise ValueError("available_kv and available_kv_value must be set together")
         if (self.max_concurrency is None) != (self.max_concurrency_len_arg is None):
             raise ValueError("max_concurrency and max_concurrency_len_arg must be set together")
         if self.joined_kv_line is None and self.joined_kv_line_device_label is not None:
             raise ValueError("joined_kv_line_device_label without joined_kv_line")
-        unknown = sorted(set(self.alternates) - set(type(self).model_fields))
+        unknown = sorted(set(self.alternates) - {f.name for f in fields(self)})
         if unknown:
             raise ValueError(f"alternates names unknown field(s): {', '.join(unknown)}")
-        return self

@@ -65,3 +65,40 @@ def test_forged_entry_with_a_valid_envelope_is_parsed_again(tmp_path, forged):
         assert run.code == 0, run.stderr
         assert run.stdout == first.stdout
         assert "Traceback" not in run.stderr
+
+
+def test_registry_snapshot_rebuilds_the_same_records(tmp_path, monkeypatch):
+    # the validated registry is kept once per install; a later process rebuilds it from the
+    # snapshot without YAML or pydantic, and the records are equal to freshly validated ones
+    import dataclasses
+    import subprocess
+    import sys
+
+    from vmemplan import registry as R
+    from vmemplan.core.records import decode, encode
+
+    root = R.registry_dir()
+    fresh = R._validate_registry(root)
+    assert decode(encode(fresh), R._record_classes()) == fresh
+    gpu = fresh["gpus"][0]
+    assert dataclasses.replace(gpu, total_memory_bytes=1).total_memory_bytes == 1
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path)}
+    probe = ("import sys; from vmemplan.registry import load_registry; r = load_registry(); "
+             "print(len(r.gpus), len(r.rules_packs), 'yaml' in sys.modules, 'pydantic.main' in sys.modules)")
+    first = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True)
+    second = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True)
+    n_gpus, n_packs = len(fresh["gpus"]), len(fresh["rules_packs"])
+    assert first.stdout.split() == [str(n_gpus), str(n_packs), "True", "True"]
+    assert second.stdout.split() == [str(n_gpus), str(n_packs), "False", "False"]
+    assert list((tmp_path / "vmemplan").glob("registry-*.marshal"))
+
+
+def test_snapshot_names_only_record_classes(tmp_path):
+    # a snapshot naming a class outside the registry's records is refused (KeyError), never built
+    from vmemplan import registry as R
+    from vmemplan.core.records import decode
+
+    with pytest.raises(KeyError):
+        decode({"__record__": "subprocess.Popen", "args": ["true"]}, R._record_classes())
+    with pytest.raises(TypeError):
+        decode({"x": b"bytes"}, R._record_classes())

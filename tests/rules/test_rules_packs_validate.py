@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from vmemplan.rules import RulesPack, parse_rules_pack
+from vmemplan.core.records import set_fields
 from vmemplan.core.version import parse_version
+from vmemplan.rules import RulesPack, parse_rules_pack
 
 from ._rules_helpers import PACK_DIR, packs
 
@@ -59,7 +60,7 @@ def test_fallback_v0_pack_covers_the_v1_default_era() -> None:
 def test_every_set_rule_field_has_a_source() -> None:
     for pack in packs():
         for section in (pack.batch_defaults, pack.cuda_graphs, pack.budget, pack.kv_cache, pack.log):
-            for name in section.model_fields_set - {"sources"}:
+            for name in set(set_fields(section)) - {"sources"}:
                 value = getattr(section, name)
                 if value not in (None, (), {}):
                     assert section.sources.get(name), (pack.id, type(section).__name__, name)

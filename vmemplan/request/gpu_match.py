@@ -13,6 +13,7 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import Any
 
 from vmemplan.core.errors import UnknownGpu
@@ -104,13 +105,13 @@ def select_gpu(registry: Any, key: str | None, total_memory: int | str | None) -
             return gpu, ()
         from vmemplan.core.units import format_gib
 
-        return gpu.model_copy(update={"total_memory_bytes": total, "total_memory_evidence": "given"}), (
+        return replace(gpu, total_memory_bytes=total, total_memory_evidence="given"), (
             f"--gpu-total-memory: {format_gib(total)} GiB instead of the registry's "
             f"{format_gib(gpu.total_memory_bytes)} GiB for {gpu.id}",)
     template = registry.gpu("h100")
     from vmemplan.core.units import format_gib
 
-    gpu = template.model_copy(update={
+    gpu = replace(template, **{
         "id": "custom", "aliases": (), "name_variants": (), "name": f"GPU with {format_gib(total)} GiB",
         "marketing_memory_gb": round(total / 1e9, 1), "total_memory_bytes": total, "total_memory_mib": None,
         "total_memory_gib": None, "total_memory_evidence": "given", "total_memory_observed_mib": (),

@@ -25,13 +25,13 @@ import functools
 import hashlib
 import marshal
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
 from vmemplan.sources._io import read_regular
 
-__all__ = ["cache_dir", "cached_parse", "retry_uncached", "MAX_ENTRY_BYTES"]
+__all__ = ["cache_dir", "cached_parse", "cached_records", "retry_uncached", "MAX_ENTRY_BYTES"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 #: The entries the cache has answered from in this process (see :func:`retry_uncached`).
@@ -106,6 +106,52 @@ def cached_parse(source: bytes, parse: Callable[[bytes], Any], *, kind: str = "y
     except (OSError, ValueError):  # unwritable cache or non-plain data: just do not cache
         pass
     return data
+
+
+def cached_records(kind: str, sources: list[tuple[str, bytes]], build: Callable[[], Any],
+                   classes: Mapping[str, type], accept: Callable[[Any], bool]) -> Any:
+    """``build()`` -- a validated structure of frozen records -- through a snapshot keyed by the
+    names and content hashes of every file it was built from and the package version.
+
+    A hit rebuilds the records with :func:`vmemplan.core.records.decode` (no YAML, no pydantic):
+    the registry is validated once per install and per edit, not once per process.  Only the
+    record classes in ``classes`` can come out of a snapshot, only plain data goes into one
+    (``marshal`` of dicts, tuples, lists and scalars), and any error while decoding means
+    building again; a snapshot that decodes but later makes the reader fail is dropped by
+    :func:`retry_uncached` like a parse-cache entry.
+    """
+    from vmemplan.core.records import decode, encode
+
+    if os.environ.get("VMEMPLAN_NO_CACHE"):
+        return build()
+    version = _version()
+    h = hashlib.sha256(f"{_FORMAT}|{version}|{kind}".encode())
+    for name, blob in sources:
+        h.update(b"|" + name.encode() + b"|" + hashlib.sha256(blob).digest())
+    digest = h.hexdigest()
+    entry = cache_dir() / f"{kind}-{digest[:40]}.marshal"
+    try:
+        raw = read_regular(entry, MAX_ENTRY_BYTES)
+        if len(raw) <= MAX_ENTRY_BYTES:
+            envelope = marshal.loads(raw)
+            if isinstance(envelope, tuple) and len(envelope) == 4 and envelope[:3] == (_FORMAT, version, digest):
+                value = decode(envelope[3], classes)
+                if accept(value):
+                    _served.append(entry)
+                    return value
+    except (OSError, EOFError, ValueError, TypeError, KeyError, MemoryError, RecursionError, OverflowError):
+        pass  # absent, unreadable, corrupt, or of another shape: build again
+    value = build()
+    try:
+        blob = marshal.dumps((_FORMAT, version, digest, encode(value)))
+        if len(blob) <= MAX_ENTRY_BYTES:
+            entry.parent.mkdir(parents=True, exist_ok=True)
+            tmp = entry.with_name(f".{entry.name}.{os.getpid()}.tmp")
+            tmp.write_bytes(blob)
+            os.replace(tmp, entry)
+    except (OSError, ValueError, TypeError):  # unwritable cache or a value records cannot hold
+        pass
+    return value
 
 
 def retry_uncached(reader: F) -> F:
