@@ -106,19 +106,20 @@ _RUNNING = re.compile(r"Running: (\d+) reqs")
 _WAITING = re.compile(r"(?:Waiting|Pending): (\d+) reqs")
 _PREEMPTIONS = re.compile(r"Preemptions: (\d+)")
 _USAGE = re.compile(r"KV cache usage: (" + NUM + r")%")
+#: the stats line's figures whose largest value is kept: regex, stat, number type
+_STAT_MAXIMA = (
+    (_RUNNING, "max_running_reqs", int),
+    (_WAITING, "max_waiting_reqs", int),
+    (_USAGE, "max_kv_cache_usage_pct", float),
+)
 
 
 def stats(acc: Acc, hit: Hit) -> None:
     st, text = acc.stats, hit.text
-    m = _RUNNING.search(text)
-    if m:
-        st["max_running_reqs"] = max(st.get("max_running_reqs", 0), int(m.group(1)))
-    m = _WAITING.search(text)
-    if m:
-        st["max_waiting_reqs"] = max(st.get("max_waiting_reqs", 0), int(m.group(1)))
-    m = _USAGE.search(text)
-    if m:
-        st["max_kv_cache_usage_pct"] = max(st.get("max_kv_cache_usage_pct", 0.0), float(m.group(1)))
+    for rx, name, kind in _STAT_MAXIMA:
+        m = rx.search(text)
+        if m:
+            st[name] = max(st.get(name, kind(0)), kind(m.group(1)))
     st["stats_lines"] = st.get("stats_lines", 0) + 1
     m = _PREEMPTIONS.search(text)
     if m:

@@ -25,11 +25,6 @@ def _util_step(f: Figures) -> str:
             f" {step / GIB:.2f} GiB here{extra}.")
 
 
-def _note_version(s: Startup, f: Figures, ln: LogLine, who: str) -> str:
-    return ("The vLLM release that wrote this log. Log formats and the memory formulas changed between"
-            " releases, so the checks below follow this version.")
-
-
 def _note_model(s: Startup, f: Figures, ln: LogLine, who: str) -> str:
     return "The model being served."
 
@@ -63,28 +58,6 @@ def _note_engine_config(s: Startup, f: Figures, ln: LogLine, who: str) -> str:
         bits.append("enforce_eager " + ("on: no CUDA graphs" if f.enforce_eager else "off: CUDA graphs"
                                          " will be captured"))
     return "The engine's resolved configuration: " + "; ".join(bits) + "."
-
-
-def _note_max_model_len(s: Startup, f: Figures, ln: LogLine, who: str) -> str:
-    return (f"Each request may grow to {f.max_model_len:,} tokens (--max-model-len). The pool must hold at"
-            " least one such request; halving this roughly doubles 'Maximum concurrency'.")
-
-
-def _note_chunked_prefill(s: Startup, f: Figures, ln: LogLine, who: str) -> str:
-    return (f"At most {f.max_num_batched_tokens:,} tokens are processed per step"
-            " (--max-num-batched-tokens). The startup profile run pushes a batch of this size through the"
-            " model, so the activation peak, and with it the memory taken from the KV cache, grows with it.")
-
-
-def _note_block_size(s: Startup, f: Figures, ln: LogLine, who: str) -> str:
-    return (f"The KV cache is handed out in blocks of {f.block_size} tokens. Hybrid (attention + mamba)"
-            " models use large attention blocks so a block of each kind has the same byte size.")
-
-
-def _note_hybrid(s: Startup, f: Figures, ln: LogLine, who: str) -> str:
-    return ("The model mixes KV-cache layer kinds (attention with mamba / linear attention / sliding"
-            " window); page sizes are aligned or padded, which wastes a little of the pool and changes"
-            " how tokens and concurrency are counted.")
 
 
 def _note_weights(s: Startup, f: Figures, ln: LogLine, who: str) -> str:
@@ -199,31 +172,12 @@ def _note_cuda_graph_estimate(s: Startup, f: Figures, ln: LogLine, who: str) -> 
             " taken from the KV cache budget.")
 
 
-def _note_cuda_graph_profiling(s: Startup, f: Figures, ln: LogLine, who: str) -> str:
-    return "How many CUDA graphs of each mode will be captured and the largest batch size captured."
-
-
 def _note_cuda_graph_util(s: Startup, f: Figures, ln: LogLine, who: str) -> str:
     if f.cuda_graph_equivalent_util is not None and f.gpu_memory_utilization is not None:
         return (f"Because the graph estimate now comes out of the budget, util {f.gpu_memory_utilization}"
                 f" gives the KV pool that util {f.cuda_graph_equivalent_util} gave before; use"
                 f" {f.cuda_graph_suggested_util} to keep the old pool size.")
     return "How CUDA graph memory is accounted in the budget, and the utilization that keeps the pool size."
-
-
-def _note_cuda_graph_pool(s: Startup, f: Figures, ln: LogLine, who: str) -> str:
-    return "The real CUDA graph pool next to the estimate that was planned for; the difference was not budgeted."
-
-
-def _note_memory_summary(s: Startup, f: Figures, ln: LogLine, who: str) -> str:
-    return ("vLLM's own breakdown after startup: free and total memory, the budget (util, GiB), and what"
-            " weights, activation peak, non-torch memory and CUDA graphs used; the two --kv-cache-memory"
-            " values would fix the pool size to fit the budget or the whole free GPU.")
-
-
-def _note_kv_override(s: Startup, f: Figures, ln: LogLine, who: str) -> str:
-    return ("--kv-cache-memory-bytes fixed the KV pool size directly: the profiler's budget and"
-            " --gpu-memory-utilization are ignored for the pool.")
 
 
 def _note_error(s: Startup, f: Figures, ln: LogLine, who: str) -> str:
@@ -244,21 +198,41 @@ def _note_error(s: Startup, f: Figures, ln: LogLine, who: str) -> str:
     return "The engine did not start; the reason is on the lines around this one."
 
 
-def _note_preemption(s: Startup, f: Figures, ln: LogLine, who: str) -> str:
-    return ("Requests were preempted: the KV pool was full, so running requests were evicted and will be"
-            " recomputed later. It costs throughput, not correctness.")
+#: Notes that are one text, filled in with the rank's figures (``str.format(f=figures)``).
+_TEXT_NOTES: dict[str, str] = {
+    "version": ("The vLLM release that wrote this log. Log formats and the memory formulas changed between"
+        " releases, so the checks below follow this version."),
+    "max_model_len": ("Each request may grow to {f.max_model_len:,} tokens (--max-model-len). The pool must hold at"
+        " least one such request; halving this roughly doubles 'Maximum concurrency'."),
+    "chunked_prefill": ("At most {f.max_num_batched_tokens:,} tokens are processed per step"
+        " (--max-num-batched-tokens). The startup profile run pushes a batch of this size through the"
+        " model, so the activation peak, and with it the memory taken from the KV cache, grows with it."),
+    "block_size": ("The KV cache is handed out in blocks of {f.block_size} tokens. Hybrid (attention + mamba)"
+        " models use large attention blocks so a block of each kind has the same byte size."),
+    "hybrid": ("The model mixes KV-cache layer kinds (attention with mamba / linear attention / sliding"
+        " window); page sizes are aligned or padded, which wastes a little of the pool and changes"
+        " how tokens and concurrency are counted."),
+    "cuda_graph_profiling": "How many CUDA graphs of each mode will be captured and the largest batch size captured.",
+    "cuda_graph_pool": "The real CUDA graph pool next to the estimate that was planned for; the difference was not budgeted.",
+    "memory_summary": ("vLLM's own breakdown after startup: free and total memory, the budget (util, GiB), and what"
+        " weights, activation peak, non-torch memory and CUDA graphs used; the two --kv-cache-memory"
+        " values would fix the pool size to fit the budget or the whole free GPU."),
+    "kv_override": ("--kv-cache-memory-bytes fixed the KV pool size directly: the profiler's budget and"
+        " --gpu-memory-utilization are ignored for the pool."),
+    "preemption": ("Requests were preempted: the KV pool was full, so running requests were evicted and will be"
+        " recomputed later. It costs throughput, not correctness."),
+}
+
+
+def _text_note(template: str) -> Callable[[Startup, Figures, LogLine, str], str]:
+    return lambda s, f, ln, who: template.format(f=f)
 
 
 #: Line kind -> its note (kinds come from the rules in :mod:`vmemplan.explain.line_rules`).
 _NOTES: dict[str, Callable[[Startup, Figures, LogLine, str], str]] = {
-    "version": _note_version,
     "model": _note_model,
     "args": _note_args,
     "engine_config": _note_engine_config,
-    "max_model_len": _note_max_model_len,
-    "chunked_prefill": _note_chunked_prefill,
-    "block_size": _note_block_size,
-    "hybrid": _note_hybrid,
     "weights": _note_weights,
     "profiling": _note_profiling,
     "profiling_row": _note_profiling_row,
@@ -271,13 +245,9 @@ _NOTES: dict[str, Callable[[Startup, Figures, LogLine, str], str]] = {
     "blocks": _note_blocks,
     "cuda_graph": _note_cuda_graph,
     "cuda_graph_estimate": _note_cuda_graph_estimate,
-    "cuda_graph_profiling": _note_cuda_graph_profiling,
     "cuda_graph_util": _note_cuda_graph_util,
-    "cuda_graph_pool": _note_cuda_graph_pool,
-    "memory_summary": _note_memory_summary,
-    "kv_override": _note_kv_override,
     "error": _note_error,
-    "preemption": _note_preemption,
+    **{kind: _text_note(text) for kind, text in _TEXT_NOTES.items()},
 }
 
 
