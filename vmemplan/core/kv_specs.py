@@ -68,6 +68,9 @@ __all__ = [
     "UniformTypeKVCacheSpecs",
     "Spec",
     "MambaCacheMode",
+    "LATENT_SPECS",
+    "WINDOW_SPECS",
+    "LOCAL_SPECS",
 ]
 
 
@@ -533,3 +536,10 @@ Spec = Union[
     UniformTypeKVCacheSpecs,
 ]
 
+
+#: Spec classes by the family the grouping laws test for (``isinstance``): one latent record
+#: per token, a sliding-window ring, and the local layers promoted to full attention when the
+#: hybrid allocator is off (vllm/v1/core/kv_cache_utils.py, 0.33.0).
+LATENT_SPECS = (MLAAttentionSpec, SlidingWindowMLASpec)
+WINDOW_SPECS = (SlidingWindowSpec, SlidingWindowMLASpec)
+LOCAL_SPECS = (SlidingWindowSpec, SlidingWindowMLASpec, ChunkedLocalAttentionSpec)

@@ -183,6 +183,29 @@ def _tokens(num_blocks: int, concurrency: float, groups: Sequence[KvCacheGroup],
     raise UsageError(f"unknown tokens formula {ctx.tokens_formula!r}")
 
 
+def _sized_plan(groups: tuple[KvCacheGroup, ...], num_blocks: int, block_bytes: int, per_request: int,
+                ctx: PoolContext, bytes_per_token: int | None, needed: int, fits: bool, estimated: int | None,
+                notes: Sequence[str]) -> PoolPlan:
+    """The plan of a pool of ``num_blocks`` blocks: ``max_concurrency = num_blocks /
+    blocks_per_request`` (``get_max_concurrency_for_kv_cache_config``) and the release's
+    token count (:func:`_tokens`); the one-request verdict is the caller's."""
+    concurrency = num_blocks / per_request if per_request else 0.0
+    return PoolPlan(
+        groups=groups,
+        num_blocks=num_blocks,
+        block_bytes=block_bytes,
+        blocks_per_request=per_request,
+        max_concurrency=concurrency,
+        kv_cache_tokens=_tokens(num_blocks, concurrency, groups, ctx),
+        bytes_per_token=bytes_per_token,
+        needed_bytes=needed,
+        fits_one_request=fits,
+        estimated_max_model_len=estimated,
+        notes=tuple(notes),
+        ctx=ctx,
+    )
+
+
 def _bytes_per_token(groups: Sequence[KvCacheGroup], block_bytes: int) -> int | None:
     block_sizes = {g.block_size for g in groups}
     if len(block_sizes) != 1:
@@ -235,18 +258,14 @@ def plan_pool_from_groups(
             f"{max(available_bytes, 0) // block_bytes} blocks"
         )
         avail = ctx.num_gpu_blocks_override * block_bytes
-    num_blocks = max(avail // block_bytes, 0) if avail > 0 else 0
+    num_blocks = max(avail // block_bytes, 0) if avail > 0 else 0  # none when nothing is available
     per_request = _blocks_per_request(groups, ctx)
-    concurrency = num_blocks / per_request if per_request else 0.0
-    tokens = _tokens(num_blocks, concurrency, groups, ctx)
     needed = block_bytes * per_request
     check = avail - block_bytes if ctx.reserve_null_block else avail
     estimated: int | None = None
     if avail <= 0 or check <= 0:
         fits = False
         notes.append("No available memory for the cache blocks")
-        if avail <= 0:
-            num_blocks, concurrency, tokens = 0, 0.0, 0
     elif needed > check:
         fits = False
         estimated = _estimate_max_model_len(groups, block_bytes, check, ctx)
@@ -256,20 +275,8 @@ def plan_pool_from_groups(
         )
     else:
         fits = True
-    return PoolPlan(
-        groups=groups,
-        num_blocks=num_blocks,
-        block_bytes=block_bytes,
-        blocks_per_request=per_request,
-        max_concurrency=concurrency,
-        kv_cache_tokens=tokens,
-        bytes_per_token=_bytes_per_token(groups, block_bytes),
-        needed_bytes=needed,
-        fits_one_request=fits,
-        estimated_max_model_len=estimated,
-        notes=tuple(notes),
-        ctx=ctx,
-    )
+    return _sized_plan(groups, num_blocks, block_bytes, per_request, ctx, _bytes_per_token(groups, block_bytes),
+                       needed, fits, estimated, notes)
 
 
 def plan_pool(layer_specs: Mapping[str, Spec], available_bytes: int, ctx: PoolContext) -> PoolPlan:
@@ -302,23 +309,9 @@ def plan_pool_ungrouped(layer_specs: Mapping[str, Spec], available_bytes: int, c
     block_bytes = cdiv(request, per_request) if per_request else max(g.page_size_bytes for g in groups)
     note = "the release's rules cannot group these caches; each keeps its own page (approximate pool)"
     num_blocks = max(available_bytes // block_bytes, 0) if available_bytes > 0 else 0
-    concurrency = num_blocks / per_request if per_request else 0.0
     check = available_bytes - block_bytes
     fits = available_bytes > 0 and check > 0 and request <= check
-    return PoolPlan(
-        groups=groups,
-        num_blocks=num_blocks,
-        block_bytes=block_bytes,
-        blocks_per_request=per_request,
-        max_concurrency=concurrency,
-        kv_cache_tokens=_tokens(num_blocks, concurrency, groups, ctx),
-        bytes_per_token=None,
-        needed_bytes=request,
-        fits_one_request=fits,
-        estimated_max_model_len=None,
-        notes=(note,),
-        ctx=ctx,
-    )
+    return _sized_plan(groups, num_blocks, block_bytes, per_request, ctx, None, request, fits, None, [note])
 
 
 def _project(groups: Sequence[KvCacheGroup], worker: Mapping[str, Spec], block_outermost: bool) -> tuple[KvCacheGroup, ...]:

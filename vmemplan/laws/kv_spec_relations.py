@@ -16,6 +16,8 @@ from typing import Any, cast
 
 from vmemplan.core.errors import BadInput
 from vmemplan.core.kv_specs import (
+    LOCAL_SPECS,
+    WINDOW_SPECS,
     ChunkedLocalAttentionSpec,
     CircularBufferSpec,
     CrossAttentionSpec,
@@ -148,7 +150,7 @@ def _uniform_type_values(values: Sequence[Spec]) -> bool:
         )
     if isinstance(first, SlidingWindowSpec):
         return all(
-            isinstance(s, (SlidingWindowSpec, SlidingWindowMLASpec)) and s.sliding_window == first.sliding_window
+            isinstance(s, WINDOW_SPECS) and s.sliding_window == first.sliding_window
             for s in values
         )
     if isinstance(first, ChunkedLocalAttentionSpec):
@@ -183,47 +185,27 @@ class UngroupableSpecs(BadInput):
 # --------------------------------------------------------------------------------------
 
 
-def _promote_one(spec: Spec, block_size: int) -> Spec:
-    def padded(s: Any) -> int | None:
-        if s.page_size_padded is None:
-            return None
-        page: int = max(s.page_size_padded, s.unpadded_page_size_bytes * block_size // s.block_size)
-        return page
+def _carried(spec: Spec, target: type[Any]) -> dict[str, Any]:
+    """The fields of ``spec`` that the spec class ``target`` has too (same name, same meaning)."""
+    own = {f.name for f in fields(spec)}
+    return {f.name: getattr(spec, f.name) for f in fields(target) if f.name in own}
 
+
+def _promote_one(spec: Spec, block_size: int) -> Spec:
+    """A window / chunked layer as the full-attention allocation vLLM gives it: a window-MLA
+    spec becomes MLA (its tokens per state the compress ratio), a window or chunked spec full
+    attention keeping its window / chunk; every shared field carries over, the padded page
+    scales with the new block size."""
+    if not isinstance(spec, LOCAL_SPECS):
+        return spec
+    page_size_padded = None
+    if spec.page_size_padded is not None:
+        page_size_padded = max(spec.page_size_padded, spec.unpadded_page_size_bytes * block_size // spec.block_size)
     if isinstance(spec, SlidingWindowMLASpec):
-        return MLAAttentionSpec(
-            block_size=block_size,
-            head_size=spec.head_size,
-            cache_dtype=spec.cache_dtype,
-            dtype_bytes=spec.dtype_bytes,
-            compress_ratio=spec.tokens_per_state,
-            model_version=spec.model_version,
-            alignment=spec.alignment,
-            state_content_bytes=spec.state_content_bytes,
-            page_size_padded=padded(spec),
-            num_kv_heads=spec.num_kv_heads,
-            dcp_sharded=spec.dcp_sharded,
-            block_stride_alignment=spec.block_stride_alignment,
-            num_head_slots=spec.num_head_slots,
-        )
-    if isinstance(spec, (SlidingWindowSpec, ChunkedLocalAttentionSpec)):
-        return FullAttentionSpec(
-            block_size=block_size,
-            num_kv_heads=spec.num_kv_heads,
-            head_size=spec.head_size,
-            cache_dtype=spec.cache_dtype,
-            dtype_bytes=spec.dtype_bytes,
-            head_size_v=spec.head_size_v,
-            sliding_window=getattr(spec, "sliding_window", None),
-            attention_chunk_size=getattr(spec, "attention_chunk_size", None),
-            page_size_padded=padded(spec),
-            tokens_per_state=spec.tokens_per_state,
-            state_content_bytes=spec.state_content_bytes,
-            num_head_slots=spec.num_head_slots,
-            dcp_sharded=spec.dcp_sharded,
-            block_stride_alignment=spec.block_stride_alignment,
-        )
-    return spec
+        return MLAAttentionSpec(**{**_carried(spec, MLAAttentionSpec), "block_size": block_size,
+                                   "compress_ratio": spec.tokens_per_state, "page_size_padded": page_size_padded})
+    return FullAttentionSpec(**{**_carried(spec, FullAttentionSpec), "block_size": block_size,
+                                "page_size_padded": page_size_padded})
 
 
 def _promote_local_specs(specs: dict[str, Spec]) -> dict[str, Spec]:
@@ -234,17 +216,37 @@ def _promote_local_specs(specs: dict[str, Spec]) -> dict[str, Spec]:
         return dict(specs)
     values = list(specs.values())
     full_like = [s for s in values if isinstance(s, (FullAttentionSpec, MLAAttentionSpec))]
-    has_local = any(isinstance(s, (SlidingWindowSpec, SlidingWindowMLASpec, ChunkedLocalAttentionSpec)) for s in values)
+    has_local = any(isinstance(s, LOCAL_SPECS) for s in values)
     block_sizes = {s.block_size for s in full_like}
     full_block = next(iter(block_sizes)) if len(block_sizes) == 1 else None
     out = dict(specs)
     if full_like and has_local:
         for name, spec in specs.items():
-            if isinstance(spec, (SlidingWindowSpec, SlidingWindowMLASpec, ChunkedLocalAttentionSpec)):
+            if isinstance(spec, LOCAL_SPECS):
                 out[name] = _promote_one(spec, full_block or spec.block_size)
     if not (_is_uniform(out) or _is_uniform_type(out)):
         raise UngroupableSpecs("the layers' caches cannot be promoted to one full-attention type")
     return out
+
+
+def _fallback_full_allocation(specs: dict[str, Spec]) -> list[tuple[list[str], Spec]] | None:
+    """MLA next to plain window layers: allocate the windows as full attention
+    (``_try_get_full_allocation_fallback_groups``, 0.33.0)."""
+    values = list(specs.values())
+    if any(isinstance(s, (SlidingWindowMLASpec, ChunkedLocalAttentionSpec)) for s in values):
+        return None
+    has_mla = any(isinstance(s, MLAAttentionSpec) for s in values)
+    has_swa = any(isinstance(s, SlidingWindowSpec) for s in values)
+    if not (has_mla and has_swa):
+        return None
+    try:
+        promoted = _promote_local_specs(specs)
+    except UngroupableSpecs:
+        return None
+    if not _is_uniform_type(promoted):
+        return None
+    return [(list(promoted), UniformTypeKVCacheSpecs.of(promoted))]
+
 
 
 def _unify_hybrid_specs(specs: dict[str, Spec]) -> dict[str, Spec]:
