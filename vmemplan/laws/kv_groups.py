@@ -20,12 +20,10 @@ from typing import Literal
 
 from vmemplan.core.errors import UsageError
 from vmemplan.core.kv_specs import (
-    ChunkedLocalAttentionSpec,
+    LATENT_SPECS,
+    WINDOW_SPECS,
     CircularBufferSpec,
     MambaSpec,
-    MLAAttentionSpec,
-    SlidingWindowMLASpec,
-    SlidingWindowSpec,
     Spec,
     UniformTypeKVCacheSpecs,
 )
@@ -34,11 +32,11 @@ from vmemplan.laws.kv_spec_relations import (
     UngroupableSpecs,
     _bucket_by_uniform_type,
     _distinct,
+    _fallback_full_allocation,
     _Incompatible,
     _is_uniform,
     _is_uniform_type,
     _merge,
-    _promote_local_specs,
     _unify_hybrid_specs,
 )
 
@@ -194,7 +192,7 @@ def _resolve_block_outermost(specs: Mapping[str, Spec], ctx: PoolContext) -> boo
     if ctx.kv_cache_layout == "layer_outermost":
         return False
     distinct = _distinct(list(specs.values()))
-    has_latent = any(isinstance(s, (MLAAttentionSpec, SlidingWindowMLASpec)) for s in distinct)
+    has_latent = any(isinstance(s, LATENT_SPECS) for s in distinct)
     return has_latent and len({s.page_size_bytes for s in distinct}) > 1
 
 
@@ -259,7 +257,7 @@ def _packed_groups(specs: dict[str, Spec]) -> list[tuple[list[str], Spec]]:
     def is_state(u: UniformTypeKVCacheSpecs) -> bool:
         if isinstance(u.first_spec, (MambaSpec, CircularBufferSpec)):
             return True
-        return repeats is None and isinstance(u.first_spec, (SlidingWindowSpec, SlidingWindowMLASpec))
+        return repeats is None and isinstance(u.first_spec, WINDOW_SPECS)
 
     anchor = max(
         (widest(by_page, len(u.layers) if is_state(u) else num_groups_for(u, bal)) for u, by_page, bal in bucketed),
@@ -302,7 +300,7 @@ def _unify_page_sizes(specs: dict[str, Spec], ctx: PoolContext) -> dict[str, Spe
             out[name] = spec.with_block_size(spec.block_size * (top // page))
         elif (
             ctx.pad_undividable_pages
-            and not isinstance(spec, (MLAAttentionSpec, SlidingWindowMLASpec, UniformTypeKVCacheSpecs))
+            and not isinstance(spec, (*LATENT_SPECS, UniformTypeKVCacheSpecs))
         ):
             out[name] = replace(spec, page_size_padded=top)
         else:
@@ -313,25 +311,6 @@ def _unify_page_sizes(specs: dict[str, Spec], ctx: PoolContext) -> dict[str, Spe
         if out[name].page_size_bytes != top:
             raise UngroupableSpecs(f"layer {name}: page could not be unified to {top} bytes")
     return out
-
-
-def _fallback_full_allocation(specs: dict[str, Spec]) -> list[tuple[list[str], Spec]] | None:
-    """MLA next to plain window layers: allocate the windows as full attention
-    (``_try_get_full_allocation_fallback_groups``, 0.33.0)."""
-    values = list(specs.values())
-    if any(isinstance(s, (SlidingWindowMLASpec, ChunkedLocalAttentionSpec)) for s in values):
-        return None
-    has_mla = any(isinstance(s, MLAAttentionSpec) for s in values)
-    has_swa = any(isinstance(s, SlidingWindowSpec) for s in values)
-    if not (has_mla and has_swa):
-        return None
-    try:
-        promoted = _promote_local_specs(specs)
-    except UngroupableSpecs:
-        return None
-    if not _is_uniform_type(promoted):
-        return None
-    return [(list(promoted), UniformTypeKVCacheSpecs.of(promoted))]
 
 
 def _uniform_page_groups(specs: dict[str, Spec], ctx: PoolContext) -> list[tuple[list[str], Spec]]:
@@ -415,7 +394,7 @@ def _with_retained_tokens(specs: Mapping[str, Spec], ctx: PoolContext) -> dict[s
     extra = max(0, ctx.num_prefill_lookahead_tokens - 1)
     out: dict[str, Spec] = {}
     for name, spec in specs.items():
-        if isinstance(spec, (SlidingWindowSpec, SlidingWindowMLASpec)) and spec.extra_retained_tokens != extra:
+        if isinstance(spec, WINDOW_SPECS) and spec.extra_retained_tokens != extra:
             spec = replace(spec, extra_retained_tokens=extra)
         out[name] = spec
     return out
