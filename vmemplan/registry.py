@@ -255,15 +255,15 @@ def registry_dir() -> Path:
 
 
 def _read_yaml(path: Path, errors: list[str]) -> Any:
-    import yaml
-
-    from vmemplan._yaml import load_yaml_file
+    """``path`` parsed (through the parse cache: a hit imports no YAML), or None with the
+    problem appended to ``errors``."""
+    from vmemplan._yaml import load_yaml_file, yaml_error
 
     try:
         return load_yaml_file(path)
     except FileNotFoundError:
         errors.append(f"{path.name}: missing")
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+    except (OSError, UnicodeDecodeError, yaml_error()) as exc:  # yaml imported only on an error
         errors.append(f"{path.name}: not valid YAML ({str(exc).splitlines()[0]})")
     return None
 

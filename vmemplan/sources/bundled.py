@@ -138,14 +138,12 @@ def _load_yaml_mapping(path: Path, required: str | None = None) -> dict[str, Any
 @functools.lru_cache(maxsize=32)
 @retry_uncached  # a parse-cache entry of the wrong shape is dropped and its source parsed again
 def _parse_yaml_mapping(path_text: str, size: int, mtime_ns: int, required: str | None = None) -> dict[str, Any]:
-    import yaml  # lazy: keep `import vmemplan.sources` light
+    from vmemplan._yaml import load_yaml_file, yaml_error
 
     path = Path(path_text)
     try:
-        from vmemplan._yaml import load_yaml_file
-
         data = load_yaml_file(path)
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
+    except (OSError, UnicodeDecodeError, yaml_error()) as error:  # yaml imported only on an error
         raise RegistryInvalid(f"registry file {path} cannot be read: {error}", hint="reinstall vmemplan, or unset VMEMPLAN_REGISTRY to use the registry it ships with") from None
     if data is None:
         return {}
