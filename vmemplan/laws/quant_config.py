@@ -6,8 +6,9 @@ MXFP4 and bitsandbytes.  The schemes themselves (how each prices a tensor) are
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+import functools
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, ParamSpec, TypeVar
 
 from vmemplan.core.errors import ModelConfigError, UsageError
 from vmemplan.laws.quant import (
@@ -22,6 +23,9 @@ from vmemplan.laws.quant import (
 )
 
 __all__ = ["scheme_for"]
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 
 # ----------------------------------------------------------------------------------------
@@ -104,28 +108,23 @@ def _modelopt(qc: Mapping[str, Any], source: str) -> QuantScheme:
     raise ModelConfigError(f"modelopt quant_algo {algo or '(missing)'} is not supported")
 
 
+def _malformed_as_config_error(read: Callable[_P, _R]) -> Callable[_P, _R]:
+    """``read``, with a malformed setting (a TypeError, ValueError, KeyError... while reading
+    it) raised as :class:`ModelConfigError`."""
+
+    @functools.wraps(read)
+    def reading(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        try:
+            return read(*args, **kwargs)
+        except (TypeError, ValueError, KeyError, IndexError, OverflowError, AttributeError) as exc:
+            raise ModelConfigError(f"quantization_config could not be read: {exc}",
+                                   hint="check the quant_method and its bits / group_size fields") from None
+
+    return reading
+
+
+@_malformed_as_config_error
 def scheme_for(
-    quantization_config: Mapping[str, Any] | None,
-    extra_files: Mapping[str, Any] | None = None,
-    quantization: str | None = None,
-    *,
-    sm_major: int | None = 9,
-    vllm_version: tuple[int, ...] | None = None,
-) -> QuantScheme | None:
-    """The scheme that prices a checkpoint's quantized tensors, or None for 16-bit weights.
-
-    See :func:`_scheme_for`; malformed settings raise :class:`ModelConfigError`.
-    ``vllm_version`` (a release tuple; None = newest) selects release-dependent kernels.
-    """
-    try:
-        return _scheme_for(quantization_config, extra_files, quantization, sm_major=sm_major,
-                           vllm_version=vllm_version)
-    except (TypeError, ValueError, KeyError, IndexError, OverflowError, AttributeError) as exc:
-        raise ModelConfigError(f"quantization_config could not be read: {exc}",
-                               hint="check the quant_method and its bits / group_size fields") from None
-
-
-def _scheme_for(
     quantization_config: Mapping[str, Any] | None,
     extra_files: Mapping[str, Any] | None = None,
     quantization: str | None = None,
@@ -140,7 +139,9 @@ def _scheme_for(
     their parsed JSON; ``quantization`` is ``--quantization``.  Online ``fp8`` on a 16-bit
     checkpoint quantizes per tensor.  Mirrors the dispatch of
     vllm/model_executor/layers/quantization/__init__.py::get_quantization_config and
-    vllm/config/model.py::ModelConfig._verify_quantization (0.33.0).
+    vllm/config/model.py::ModelConfig._verify_quantization (0.33.0).  ``vllm_version`` (a
+    release tuple; None = newest) selects release-dependent kernels; malformed settings raise
+    :class:`ModelConfigError`.
     """
     qc: Mapping[str, Any] | None = quantization_config
     source = "config.json quantization_config"
