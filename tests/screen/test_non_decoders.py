@@ -21,9 +21,9 @@ def _write(tmp_path: Path, **fields) -> str:
 
 
 @pytest.mark.parametrize(("fields", "said"), [
-    # BERT / RoBERTa / XLM-R encoders are planned now (vmemplan/models/bert.py); GTE and Nomic are not yet
-    ({"architectures": ["GteNewModel"], "model_type": "new"}, "embedding model vLLM serves with --runner pooling"),
-    ({"architectures": ["NomicBertModel"], "model_type": "nomic_bert"}, "embedding model"),
+    # BERT / RoBERTa / XLM-R, GTE and Nomic encoders are planned now (models/bert.py, models/bert_rope.py);
+    # Terratorch (a geospatial model built by the terratorch library) is not
+    ({"architectures": ["Terratorch"], "model_type": "terratorch"}, "embedding model vLLM serves with --runner pooling"),
     ({"architectures": ["XLMRobertaForSequenceClassification"], "model_type": "xlm-roberta"}, "scoring"),
     ({"architectures": ["WhisperForConditionalGeneration"], "model_type": "whisper", "is_encoder_decoder": True},
      "multimodal"),
