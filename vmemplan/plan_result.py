@@ -4,7 +4,7 @@ band into one frozen :class:`~vmemplan.result.MemoryPlan`.  Pure."""
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from vmemplan.laws.kv_pool import (
     PoolPlan,
@@ -55,7 +55,7 @@ def _no_per_token_reason(kv_pool: PoolPlan) -> str:
 
 
 def _pool_provenance(req: ResolvedRequest, kv_pool: PoolPlan) -> list[Provenance]:
-    exactness = "exact" if req.kv_cache_memory_bytes else "estimated"
+    exactness: Literal["exact", "estimated"] = "exact" if req.kv_cache_memory_bytes else "estimated"
     override = req.inputs.num_gpu_blocks_override
     if override is not None and kv_pool.groups:
         # the pool's blocks are the flag's, whatever the budget left (so every pool figure is exact)
