@@ -34,6 +34,7 @@ class Afmoe(MoEDecoder):
     tied_head = False
     router_dtype = "float32"
     router_correction_bias = True
+    attn_qkv_bias = attn_o_bias = mlp_has_bias = False
 
     def __init__(self, config: ModelConfig) -> None:
         text = config.text
@@ -45,15 +46,6 @@ class Afmoe(MoEDecoder):
                      for i in range(config.num_hidden_layers)]
             config = ModelConfig.from_dict({**config.raw, "layer_types": types})
         super().__init__(config)
-
-    def qkv_bias(self) -> bool:
-        return False
-
-    def o_bias(self) -> bool:
-        return False
-
-    def mlp_bias(self) -> bool:
-        return False
 
     def shared_intermediate(self) -> int:
         return _int(self.config.text, "num_shared_experts") * self.expert_intermediate()
@@ -67,15 +59,12 @@ class Afmoe(MoEDecoder):
 
     def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
         out = super().weight_tensors(ctx)
-        cfg = self.config
-        tp = ctx.tensor_parallel_size
-        start, end = self.layer_range(ctx)
-        n = end - start
-        if n:
-            rows = cfg.num_attention_heads * cfg.head_dim
-            out.append(WeightTensor("self_attn.gate_proj", "linear", rows // tp, cfg.hidden_size, n, True,
-                                    in_features_full=cfg.hidden_size, out_features_full=rows))
-        if not any(self.is_sliding(i) for i in range(start, end)):
+        span = self.rank_span(ctx)
+        if span.layers:
+            rows = self.config.num_attention_heads * self.config.head_dim
+            out.append(WeightTensor("self_attn.gate_proj", "linear", rows // span.tp, span.hidden, span.layers, True,
+                                    in_features_full=span.hidden, out_features_full=rows))
+        if not any(self.is_sliding(i) for i in range(span.start, span.end)):
             out = [t for t in out if t.name != "rotary_emb.cos_sin_cache"]
         return out
 

@@ -24,28 +24,20 @@ class AXK1(MlaDecoder):
     """MlaDecoder with AXK1's layer types, router-bias default and post-MLP norm."""
 
     architectures = ("AXK1ForCausalLM",)
+    first_dense_default = 1
 
     def is_moe_layer(self, index: int) -> bool:
-        text = self.config.text
-        if not text.get("n_routed_experts"):
-            return False
-        types = text.get("mlp_layer_types")
-        if isinstance(types, list) and index < len(types):
+        types = self.config.text.get("mlp_layer_types")
+        if isinstance(types, list) and index < len(types) and self.config.text.get("n_routed_experts"):
             return types[index] == "sparse"
-        first = int(text.get("first_k_dense_replace", 1) if text.get("first_k_dense_replace") is not None else 1)
-        freq = int(text.get("moe_layer_freq", 1) or 1)
-        return index >= first and index % freq == 0
+        return super().is_moe_layer(index)
 
     def num_mtp_layers(self, ctx: GraphContext) -> int:
         return 0
 
-    def mlp_tensors(self, dense: int, moe: int, ctx: GraphContext) -> list[WeightTensor]:
-        out = super().mlp_tensors(dense, moe, ctx)
-        text = self.config.text
-        if moe and text.get("topk_method") is None:  # AXK1MoE: getattr(config, "topk_method", "noaux_tc")
-            out.append(WeightTensor("mlp.gate.e_score_correction_bias", "router", int(text["n_routed_experts"]), 1,
-                                    moe, dtype="float32"))
-        return out
+    def router_bias(self) -> bool:
+        # AXK1MoE: getattr(config, "topk_method", "noaux_tc")
+        return self.config.text.get("topk_method") in (None, "noaux_tc")
 
     def extra_layer_tensors(self, n: int, ctx: GraphContext) -> list[WeightTensor]:
         return [WeightTensor("post_mlp_layernorm", "norm", self.config.hidden_size, 1, n)]

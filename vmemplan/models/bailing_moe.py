@@ -23,28 +23,20 @@ from __future__ import annotations
 from vmemplan.core.graph import GraphContext, WeightTensor
 from vmemplan.models.base import register
 from vmemplan.models.moe import MoEDecoder, _int
+from vmemplan.models.moe_blocks import LinearBiasFlags, gated_mlp_biases
 
 __all__ = ["BailingMoe"]
 
 
 @register
-class BailingMoe(MoEDecoder):
+class BailingMoe(LinearBiasFlags, MoEDecoder):
     """Ling-lite / Ling-plus (V1) and Ling-mini / flash 2.0 (V2)."""
 
     architectures = ("BailingMoeForCausalLM", "BailingMoeV2ForCausalLM")
+    dense_mlp_biases = True  # under use_bias
 
     # -- switches read from the config ---------------------------------------------------
-    def _use_bias(self) -> bool:
-        return bool(self.config.text.get("use_bias", False))
-
-    def qkv_bias(self) -> bool:
-        return self._use_bias() or bool(self.config.text.get("use_qkv_bias", False))
-
-    def o_bias(self) -> bool:
-        return self._use_bias()
-
-    def mlp_bias(self) -> bool:
-        return self._use_bias()
+    linear_bias_key, qkv_bias_key = "use_bias", "use_qkv_bias"
 
     @property
     def router_dtype(self) -> str | None:  # type: ignore[override]
@@ -76,28 +68,14 @@ class BailingMoe(MoEDecoder):
     # -- tensors -------------------------------------------------------------------------
     def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
         out = super().weight_tensors(ctx)
-        cfg = self.config
-        text = cfg.text
-        h = cfg.hidden_size
-        tp = ctx.tensor_parallel_size
-        start, end = self.layer_range(ctx)
-        n = end - start
-        m = self.moe_layers_on_stage(ctx)
+        text = self.config.text
+        span = self.rank_span(ctx)
+        n = span.layers
         s = self.shared_intermediate()
-        if m and s and self.mlp_bias():
-            out += [
-                WeightTensor("mlp.shared_expert.gate_up_proj.bias", "bias", 2 * s // tp, 1, m),
-                WeightTensor("mlp.shared_expert.down_proj.bias", "bias", h, 1, m),
-            ]
-        dense = n - m
-        if dense and self.mlp_bias():
-            di = self.dense_intermediate()
-            out += [
-                WeightTensor("mlp.gate_up_proj.bias", "bias", 2 * di // tp, 1, dense),
-                WeightTensor("mlp.down_proj.bias", "bias", h, 1, dense),
-            ]
+        if s and self.mlp_bias():
+            out += gated_mlp_biases("mlp.shared_expert", s, span.hidden, self.moe_layers_on_stage(ctx), span.tp)
         if n and text.get("use_qk_norm", False):
-            hd = cfg.head_dim
+            hd = self.config.head_dim
             out += [WeightTensor("attention.query_layernorm+key_layernorm", "norm", hd, 1, 2 * n)]
             if not text.get("use_rmsnorm", False):  # nn.LayerNorm: a bias beside the weight
                 out += [WeightTensor("attention.query_layernorm+key_layernorm.bias", "norm", hd, 1, 2 * n)]

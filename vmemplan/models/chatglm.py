@@ -8,12 +8,13 @@ from typing import Any
 
 from vmemplan.models.base import register
 from vmemplan.models.classic import ClassicLike
+from vmemplan.models.moe_blocks import LinearBiasFlags
 
 __all__ = ["ChatGLM"]
 
 
 @register
-class ChatGLM(ClassicLike):
+class ChatGLM(LinearBiasFlags, ClassicLike):
     """vllm/model_executor/models/chatglm.py::ChatGLMForCausalLM (0.33.0), which the registry maps
     ``ChatGLMModel`` and ``ChatGLMForConditionalGeneration`` to; config class
     vllm/transformers_utils/configs/chatglm.py::ChatGLMConfig.
@@ -33,6 +34,7 @@ class ChatGLM(ClassicLike):
     architectures = ("ChatGLMModel", "ChatGLMForConditionalGeneration")
     tied_head_default = False
     rotary_fraction = 0.5
+    linear_bias_key, qkv_bias_key = "add_bias_linear", "add_qkv_bias"
 
     def normalize_config(self, config: Any) -> Any:
         text = config.text
@@ -52,18 +54,6 @@ class ChatGLM(ClassicLike):
     @property
     def norm_kind(self) -> str:  # type: ignore[override]
         return "rms" if self.config.text.get("rmsnorm", True) else "layer"
-
-    def _linear_bias(self) -> bool:
-        return bool(self.config.text.get("add_bias_linear", False))
-
-    def qkv_bias(self) -> bool:
-        return self._linear_bias() or bool(self.config.text.get("add_qkv_bias", False))
-
-    def o_bias(self) -> bool:
-        return self._linear_bias()
-
-    def mlp_bias(self) -> bool:
-        return self._linear_bias()
 
     def has_final_norm(self) -> bool:
         return bool(self.config.text.get("post_layer_norm", True))

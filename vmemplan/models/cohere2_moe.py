@@ -38,15 +38,7 @@ class Cohere2Moe(MoEDecoder):
     architectures = ("Cohere2MoeForCausalLM",)
     norms_per_layer = 1
     tied_head = True
-
-    def qkv_bias(self) -> bool:
-        return False
-
-    def o_bias(self) -> bool:
-        return False
-
-    def mlp_bias(self) -> bool:
-        return False
+    attn_qkv_bias = attn_o_bias = mlp_has_bias = False
 
     def expert_intermediate(self) -> int:
         return self.config.intermediate_size

@@ -31,19 +31,11 @@ class Cohere(ClassicLike):
     norms_per_layer = 1
     tied_head = True
     qk_norm_shape = "full"
+    attn_qkv_bias = attn_o_bias = mlp_has_bias = False
 
     def __init__(self, config: Any) -> None:
         super().__init__(config)
         self.qk_norm = bool(self.config.text.get("use_qk_norm", False))
-
-    def qkv_bias(self) -> bool:
-        return False
-
-    def o_bias(self) -> bool:
-        return False
-
-    def mlp_bias(self) -> bool:
-        return False
 
     def _model_max_length(self) -> int | None:
         value = self.config.text.get("model_max_length")

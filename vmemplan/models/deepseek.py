@@ -16,16 +16,23 @@ block size and the cache dtype follow the MLA attention backend vLLM selects for
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
 from vmemplan.core.errors import UsageError
 from vmemplan.core.graph import GraphContext, WeightTensor
 from vmemplan.core.kv_specs import MLAAttentionSpec, kv_dtype_bytes, mla_record_bytes
 from vmemplan.core.units import dtype_bytes
-from vmemplan.laws.moe import moe_shard
 from vmemplan.models.base import Adapter, register
-from vmemplan.models.dense import pad_vocab, pp_layer_range
 from vmemplan.models.mla_copies import mla_decode_copies
+from vmemplan.models.moe_blocks import (  # moe_expert_tensors, shared_expert_tensors: re-exported
+    gated_mlp_tensors,
+    moe_expert_tensors,
+    moe_experts,
+    router_tensors,
+    shared_expert_tensors,
+    stage_embedding,
+    stage_head,
+)
 
 __all__ = [
     "DeepseekMLA",
@@ -33,8 +40,8 @@ __all__ = [
     "MlaBackendChoice",
     "select_mla_backend",
     "select_sparse_mla_backend",
-    "experts_per_rank",
     "moe_expert_tensors",
+    "shared_expert_tensors",
 ]
 
 # --------------------------------------------------------------------------------------
@@ -194,62 +201,27 @@ def select_sparse_mla_backend(
     )
 
 
-# --------------------------------------------------------------------------------------
-# Mixture of experts
-# --------------------------------------------------------------------------------------
-
-
-def experts_per_rank(num_experts: int, ctx: GraphContext) -> int:
-    """Routed experts the fullest rank holds (vmemplan.laws.moe.moe_shard: without expert
-    parallelism every expert, a slice of each; with it whole experts over tp × dp ranks, the
-    fuller rank holding one more where they do not divide)."""
-    return moe_shard(ctx, num_experts)[0]
-
-
-def shared_expert_tensors(prefix: str, *, shared: int, moe_inter: int, hidden: int, num_layers: int,
-                          ctx: GraphContext) -> list[WeightTensor]:
-    """The always-on shared experts of ``num_layers`` MoE layers: one gated MLP of width
-    ``shared × moe_intermediate_size``, column/row-parallel over TP (DeepseekV2MLP in
-    deepseek_v2.py, 0.33.0).  Empty when the model has none."""
-    if not shared:
-        return []
-    si = moe_inter * shared
-    tp = ctx.tensor_parallel_size
-    return [
-        WeightTensor(f"{prefix}.gate_up_proj", "linear", 2 * si // tp, hidden, num_layers, True,
-                     in_features_full=hidden),
-        WeightTensor(f"{prefix}.down_proj", "linear", hidden, si // tp, num_layers, True, in_features_full=si),
-    ]
-
-
-def moe_expert_tensors(
-    prefix: str,
-    *,
-    num_experts: int,
-    hidden: int,
-    inter: int,
-    num_layers: int,
-    ctx: GraphContext,
-) -> list[WeightTensor]:
-    """The fused ``w13`` (gate+up) and ``w2`` (down) expert weights of ``num_layers`` MoE
-    layers on one rank.  Without EP each rank holds ``inter / tp`` of every expert; with EP
-    whole experts (``inter`` unsplit).  Mirrors FusedMoE.__init__ /
-    UnquantizedFusedMoEMethod.create_weights (0.33.0)."""
-    local, ways = moe_shard(ctx, num_experts)
-    inter_local = inter // ways
-    return [
-        WeightTensor(f"{prefix}.w13_weight", "expert", 2 * inter_local, hidden, local * num_layers, True,
-                     in_features_full=hidden),
-        WeightTensor(f"{prefix}.w2_weight", "expert", hidden, inter_local, local * num_layers, True,
-                     in_features_full=inter),
-    ]
-
-
 def _text_int(text: Any, key: str, default: int | None = None) -> int:
     value = text.get(key, default)
     if value is None:
         raise UsageError(f"config.json lacks {key!r}, which the DeepSeek graph needs")
     return int(value)
+
+
+class _ConfigInt:
+    """A read-only whole number the adapter's config states: ``adapter._t(key, default)``,
+    read on every access as a property would be."""
+
+    def __init__(self, key: str, default: int | None = None) -> None:
+        self.key, self.default = key, default
+
+    @overload
+    def __get__(self, adapter: None, owner: type) -> _ConfigInt: ...
+    @overload
+    def __get__(self, adapter: DeepseekMLA, owner: type | None = None) -> int: ...
+
+    def __get__(self, adapter: DeepseekMLA | None, owner: type | None = None) -> int | _ConfigInt:
+        return self if adapter is None else adapter._t(self.key, self.default)
 
 
 # --------------------------------------------------------------------------------------
@@ -274,26 +246,17 @@ class DeepseekMLA(Adapter):
 
     architectures = ("DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM", "DeepseekForCausalLM")
     family = "moe"
+    #: the dense layers in front when the config lacks ``first_k_dense_replace``
+    first_dense_default = 0
 
     # -- config ---------------------------------------------------------------------
     def _t(self, key: str, default: int | None = None) -> int:
         return _text_int(self.config.text, key, default)
 
-    @property
-    def kv_lora_rank(self) -> int:
-        return self._t("kv_lora_rank")
-
-    @property
-    def qk_rope_head_dim(self) -> int:
-        return self._t("qk_rope_head_dim", 64)
-
-    @property
-    def qk_nope_head_dim(self) -> int:
-        return self._t("qk_nope_head_dim", 128)
-
-    @property
-    def v_head_dim(self) -> int:
-        return self._t("v_head_dim", 128)
+    kv_lora_rank = _ConfigInt("kv_lora_rank")
+    qk_rope_head_dim = _ConfigInt("qk_rope_head_dim", 64)
+    qk_nope_head_dim = _ConfigInt("qk_nope_head_dim", 128)
+    v_head_dim = _ConfigInt("v_head_dim", 128)
 
     @property
     def q_lora_rank(self) -> int | None:
@@ -312,7 +275,8 @@ class DeepseekMLA(Adapter):
         if not text.get("n_routed_experts"):
             return False
         freq = int(text.get("moe_layer_freq", 1) or 1)
-        return index >= int(text.get("first_k_dense_replace", 0) or 0) and index % freq == 0
+        first = text.get("first_k_dense_replace")
+        return index >= (self.first_dense_default if first is None else int(first)) and index % freq == 0
 
     def num_mtp_layers(self, ctx: GraphContext) -> int:
         """MTP (next-n) layers vLLM loads: only when speculating with MTP."""
@@ -369,28 +333,37 @@ class DeepseekMLA(Adapter):
         return out + mla_decode_copies(n, heads_local=heads_local, kv_lora_rank=self.kv_lora_rank,
                                        qk_nope_head_dim=self.qk_nope_head_dim, v_head_dim=self.v_head_dim)
 
+    def dense_intermediate(self) -> int:
+        return self.config.intermediate_size
+
+    def num_routed_experts(self) -> int:
+        return int(self.config.text["n_routed_experts"])
+
+    def shared_experts(self) -> tuple[int, int]:
+        """(how many shared experts, the width of each)."""
+        return int(self.config.text.get("n_shared_experts") or 0), self._t("moe_intermediate_size")
+
+    def router_bias(self) -> bool:
+        """Whether the router has an fp32 ``e_score_correction_bias`` (DeepseekV2MoE: under
+        ``noaux_tc``)."""
+        return self.config.text.get("topk_method") == "noaux_tc"
+
+    def gate_tensors(self, experts: int, moe: int) -> list[WeightTensor]:
+        """The replicated GateLinear router (model dtype) and its bias (:meth:`router_bias`)."""
+        return router_tensors("mlp.gate", experts, self.config.hidden_size, moe,
+                              bias="mlp.gate.e_score_correction_bias" if self.router_bias() else None)
+
     def mlp_tensors(self, dense: int, moe: int, ctx: GraphContext) -> list[WeightTensor]:
-        """Dense MLPs of ``dense`` layers and the MoE blocks of ``moe`` layers on one rank."""
-        text = self.config.text
-        tp = ctx.tensor_parallel_size
+        """Dense MLPs of ``dense`` layers and the MoE blocks of ``moe`` layers on one rank:
+        the router, the shared experts and the routed experts of ``moe_intermediate_size``."""
         h = self.config.hidden_size
-        out: list[WeightTensor] = []
-        if dense:
-            inter = self.config.intermediate_size
-            out += [
-                WeightTensor("mlp.gate_up_proj", "linear", 2 * inter // tp, h, dense, True, in_features_full=h),
-                WeightTensor("mlp.down_proj", "linear", h, inter // tp, dense, True, in_features_full=inter),
-            ]
+        out = gated_mlp_tensors("mlp", self.dense_intermediate(), h, dense, ctx.tensor_parallel_size)
         if moe:
-            experts = int(text["n_routed_experts"])
-            moe_inter = self._t("moe_intermediate_size")
-            out.append(WeightTensor("mlp.gate", "router", experts, h, moe))
-            if text.get("topk_method") == "noaux_tc":
-                out.append(WeightTensor("mlp.gate.e_score_correction_bias", "router", experts, 1, moe, dtype="float32"))
-            out += shared_expert_tensors("mlp.shared_experts", shared=int(text.get("n_shared_experts") or 0),
-                                         moe_inter=moe_inter, hidden=h, num_layers=moe, ctx=ctx)
-            out += moe_expert_tensors("mlp.experts", num_experts=experts, hidden=h, inter=moe_inter,
-                                      num_layers=moe, ctx=ctx)
+            experts = self.num_routed_experts()
+            shared, width = self.shared_experts()
+            out += self.gate_tensors(experts, moe)
+            out += moe_experts(shared=shared, shared_inter=width, experts=experts, inter=self._t("moe_intermediate_size"),
+                               hidden=h, num_layers=moe, ctx=ctx)
         return out
 
     def extra_layer_tensors(self, n: int, ctx: GraphContext) -> list[WeightTensor]:
@@ -418,52 +391,37 @@ class DeepseekMLA(Adapter):
         return WeightTensor("rotary_emb.cos_sin_cache", "buffer", positions, self.qk_rope_head_dim,
                             dtype="float32" if fp32 else None)
 
+    def layer_tensors(self, n: int, dense: int, moe: int, ctx: GraphContext) -> list[WeightTensor]:
+        """Attention, the subclass's extra tensors and the MLPs of ``n`` decoder layers."""
+        return self.attention_tensors(n, ctx) + self.extra_layer_tensors(n, ctx) + self.mlp_tensors(dense, moe, ctx)
+
     def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
-        cfg = self.config
-        tp = ctx.tensor_parallel_size
-        h = cfg.hidden_size
-        start, end = pp_layer_range(cfg.num_hidden_layers, ctx.pipeline_parallel_size, ctx.pipeline_rank)
-        n = end - start
-        first = ctx.pipeline_rank == 0
-        last = ctx.pipeline_rank == ctx.pipeline_parallel_size - 1
-        vocab_rows = pad_vocab(cfg.vocab_size) // tp
-        out: list[WeightTensor] = []
-        if first:
-            out.append(WeightTensor("model.embed_tokens", "embedding", vocab_rows, h))
+        span = self.rank_span(ctx)
+        h, n = span.hidden, span.layers
+        out = stage_embedding(span)
         if n:
-            moe = sum(1 for i in range(start, end) if self.is_moe_layer(i))
-            out += self.attention_tensors(n, ctx)
-            out += self.extra_layer_tensors(n, ctx)
-            out += self.mlp_tensors(n - moe, moe, ctx)
+            moe = sum(1 for i in range(span.start, span.end) if self.is_moe_layer(i))
+            out += self.layer_tensors(n, n - moe, moe, ctx)
             out.append(WeightTensor("input_layernorm+post_attention_layernorm", "norm", h, 1, 2 * n))
             out.append(self.rope_cache(ctx))
-        if last:
-            out.append(WeightTensor("model.norm", "norm", h, 1))
-            out.append(WeightTensor("lm_head", "lm_head", vocab_rows, h))
-            mtp = self.num_mtp_layers(ctx)
-            if mtp:
-                # DeepSeekMultiTokenPredictorLayer: enorm, hnorm, eh_proj (2h -> h, replicated),
-                # a full MoE decoder layer and shared_head.norm; embedding and head shared.
-                out += [
-                    WeightTensor("mtp.enorm+hnorm+shared_head.norm", "norm", h, 1, 3 * mtp),
-                    WeightTensor("mtp.eh_proj", "linear", h, 2 * h, mtp, True, in_features_full=2 * h),
-                    WeightTensor("mtp.layernorms", "norm", h, 1, 2 * mtp),
-                ]
-                out += self.attention_tensors(mtp, ctx)
-                out += self.extra_layer_tensors(mtp, ctx)
-                out += self.mlp_tensors(0, mtp, ctx)
+        out += stage_head(span)
+        mtp = self.num_mtp_layers(ctx) if span.last else 0
+        if mtp:
+            # DeepSeekMultiTokenPredictorLayer: enorm, hnorm, eh_proj (2h -> h, replicated),
+            # a full MoE decoder layer and shared_head.norm; embedding and head shared.
+            out += [
+                WeightTensor("mtp.enorm+hnorm+shared_head.norm", "norm", h, 1, 3 * mtp),
+                WeightTensor("mtp.eh_proj", "linear", h, 2 * h, mtp, True, in_features_full=2 * h),
+                WeightTensor("mtp.layernorms", "norm", h, 1, 2 * mtp),
+            ]
+            out += self.layer_tensors(mtp, 0, mtp, ctx)
         return out
 
     # -- KV cache -------------------------------------------------------------------
     def backend(self, ctx: GraphContext, user_block_size: int | None = None) -> MlaBackendChoice:
-        return select_mla_backend(
-            sm_major=ctx.sm_major,
-            cache_dtype=ctx.cache_dtype,
-            user_block_size=user_block_size,
-            qk_nope_head_dim=self.qk_nope_head_dim,
-            qk_rope_head_dim=self.qk_rope_head_dim,
-            v_head_dim=self.v_head_dim,
-        )
+        return select_mla_backend(sm_major=ctx.sm_major, cache_dtype=ctx.cache_dtype, user_block_size=user_block_size,
+                                  qk_nope_head_dim=self.qk_nope_head_dim, qk_rope_head_dim=self.qk_rope_head_dim,
+                                  v_head_dim=self.v_head_dim)
 
     def resolve_block_size(self, ctx: GraphContext, *, user_block_size: int | None, default: int) -> int:
         """The block size the MLA backend leads to (see :func:`select_mla_backend`): on
@@ -479,8 +437,7 @@ class DeepseekMLA(Adapter):
         return cache_dtype
 
     def _layer_indices(self, ctx: GraphContext) -> range:
-        start, end = pp_layer_range(self.config.num_hidden_layers, ctx.pipeline_parallel_size, ctx.pipeline_rank)
-        return range(start, end)
+        return range(*self.layer_range(ctx))
 
     def _mla_spec(self, ctx: GraphContext, cache_dtype: str, alignment: int | None = None):
 
@@ -536,13 +493,8 @@ class DeepseekV32(DeepseekMLA):
     # __init__.py imports ``DeepseekV32ForCausalLM as GlmMoeDsaForCausalLM`` (0.33.0)
     architectures = ("DeepseekV32ForCausalLM", "GlmMoeDsaForCausalLM")
 
-    @property
-    def index_head_dim(self) -> int:
-        return self._t("index_head_dim", 128)
-
-    @property
-    def index_n_heads(self) -> int:
-        return self._t("index_n_heads", 64)
+    index_head_dim = _ConfigInt("index_head_dim", 128)
+    index_n_heads = _ConfigInt("index_n_heads", 64)
 
     def has_indexer(self, layer_id: int) -> bool:
         """DeepseekV32Attention.__init__: skip_topk from index_topk_freq / pattern."""
@@ -563,8 +515,7 @@ class DeepseekV32(DeepseekMLA):
     def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
         from vmemplan.models.dsa_buffers import dsa_index_buffers
 
-        start, end = pp_layer_range(self.config.num_hidden_layers, ctx.pipeline_parallel_size, ctx.pipeline_rank)
-        return super().weight_tensors(ctx) + dsa_index_buffers(self, ctx, range(start, end), self.rope_cache(ctx))
+        return super().weight_tensors(ctx) + dsa_index_buffers(self, ctx, self._layer_indices(ctx), self.rope_cache(ctx))
 
     def extra_layer_tensors(self, n: int, ctx: GraphContext) -> list[WeightTensor]:
         q = self.q_lora_rank or self.config.hidden_size

@@ -33,10 +33,15 @@ from vmemplan.core.kv_specs import CircularBufferSpec, MLAAttentionSpec, Sliding
 from vmemplan.core.units import dtype_bytes
 from vmemplan.laws.kv_specs import compressor_state_block_size, deepseek_v4_page_alignment, deepseek_v4_record_bytes
 from vmemplan.laws.quant import Fp8Scheme
-from vmemplan.models.base import Adapter, register
-from vmemplan.models.deepseek import moe_expert_tensors, shared_expert_tensors
+from vmemplan.models.base import Adapter, pad_vocab, register
 from vmemplan.models.deepseek_v4_buffers import biased_gate_layers, padded_sink_heads, v4_extra_tensors
-from vmemplan.models.dense import pad_vocab, pp_layer_range
+from vmemplan.models.moe_blocks import (
+    moe_expert_tensors,
+    mxfp4_expert_tensors,
+    shared_expert_tensors,
+    stage_embedding,
+    stage_head,
+)
 
 __all__ = ["DeepseekV4", "DeepseekV41", "compress_ratios", "mega_attention_serves", "mxfp4_expert_tensors",
            "prefill_workspace_bytes"]
@@ -108,36 +113,6 @@ def indexer_workspace_bytes(*, ratio: int, max_model_len: int, index_head_dim: i
     vllm/v1/attention/backends/mla/indexer.py::get_max_prefill_buffer_size (0.33.0)."""
     total = max_model_len * (576 * 2 // 132) * SPARSE_MLA_PREFILL_WORKSPACE_FACTOR // ratio
     return total * index_head_dim + total * 4 + RADIX_TOPK_WORKSPACE_BYTES
-
-
-def mxfp4_expert_tensors(prefix: str, *, num_experts: int, hidden: int, inter: int, num_layers: int,
-                         ctx: GraphContext) -> list[WeightTensor]:
-    """MXFP4 routed experts of ``num_layers`` MoE layers on one rank, as loaded: packed e2m1
-    values (two a byte) and one e8m0 scale byte per 32 along K, with the intermediate size per
-    partition padded to 128 and the hidden size to 256 -- the padding of every backend
-    select_deepseek_v4_mxfp4_moe_backend picks on CUDA (FlashInfer TRT-LLM MXFP4xMXFP8 on SM100,
-    DeepGEMM MXFP4 or Marlin otherwise; vllm/model_executor/layers/fused_moe/oracle/mxfp4.py::
-    mxfp4_round_up_hidden_size_and_intermediate_size) :
-
-    * ``w13_weight`` ``[E, 2 I_pad, H_pad / 2]`` uint8 and ``w13_weight_scale`` ``[E, 2 I_pad, H_pad / 32]``;
-    * ``w2_weight`` ``[E, H_pad, I_pad / 2]`` uint8 and ``w2_weight_scale`` ``[E, H_pad, I_pad / 32]``.
-
-    Mirrors vllm/model_executor/layers/quantization/mxfp4.py::Mxfp4MoEMethod.create_weights (0.33.0).
-    """
-    from vmemplan.laws.moe import moe_shard
-
-    local, ways = moe_shard(ctx, num_experts)
-    i_pad = _round_up(inter // ways, 128)
-    h_pad = _round_up(hidden, 256)
-    n = local * num_layers
-
-    def t(name: str, rows: int, cols: int) -> WeightTensor:
-        return WeightTensor(f"{prefix}.{name}", "expert", rows, cols, n, False, "uint8", allocations=num_layers)
-
-    return [
-        t("w13_weight", 2 * i_pad, h_pad // 2), t("w13_weight_scale", 2 * i_pad, -(-h_pad // 32)),
-        t("w2_weight", h_pad, i_pad // 2), t("w2_weight_scale", h_pad, -(-i_pad // 32)),
-    ]
 
 
 @register
@@ -249,8 +224,7 @@ class DeepseekV4(Adapter):
         return self.resolve_cache_dtype(ctx, dtype)
 
     def _stage_layers(self, ctx: GraphContext) -> list[int]:
-        start, end = pp_layer_range(self.config.num_hidden_layers, ctx.pipeline_parallel_size, ctx.pipeline_rank)
-        layers = list(range(start, end))
+        layers = list(range(*self.layer_range(ctx)))
         if ctx.pipeline_rank == ctx.pipeline_parallel_size - 1:
             base = self.config.num_hidden_layers
             layers += [base + j for j in range(self.num_draft_layers(ctx))]
@@ -375,79 +349,83 @@ class DeepseekV4(Adapter):
         shared expert, and the hyper-connection mixers (fp32).  Engram tables and the
         vision tower of V4.1 are not modelled (see :meth:`notes`).
         """
-        cfg = self.config
-        text = cfg.text
-        tp = ctx.tensor_parallel_size
-        h = cfg.hidden_size
-        heads = cfg.num_attention_heads
-        hd = self.head_dim
-        q_lora = int(self._t("q_lora_rank"))
-        o_lora = int(self._t("o_lora_rank"))
-        groups = int(self._t("o_groups"))
+        span = self.rank_span(ctx)  # first / last stage and vocab rows; the layers with the drafter's
         layers = self._stage_layers(ctx)
         n = len(layers)
-        first = ctx.pipeline_rank == 0
-        last = ctx.pipeline_rank == ctx.pipeline_parallel_size - 1
-        vocab_rows = pad_vocab(cfg.vocab_size) // tp
-        out: list[WeightTensor] = []
-        if first:
-            out.append(WeightTensor("model.embed_tokens", "embedding", vocab_rows, h))
+        out = stage_embedding(span)
         if n:
-            out += [
-                WeightTensor("attn.fused_wqa_wkv", "linear", q_lora + hd, h, n, True, in_features_full=h),
-                WeightTensor("attn.q_norm", "norm", q_lora, 1, n),
-                WeightTensor("attn.kv_norm", "norm", hd, 1, n),
-                WeightTensor("attn.wq_b", "linear", heads // tp * hd, q_lora, n, True, in_features_full=q_lora),
-                WeightTensor("attn.wo_a", "linear", groups * o_lora // tp, heads * hd // groups, n, True,
-                             in_features_full=heads * hd // groups),
-                WeightTensor("attn.wo_b", "linear", h, groups * o_lora // tp, n, True, in_features_full=groups * o_lora),
-                WeightTensor("attn.attn_sink", "norm", heads // tp if self.is_v41 else
-                             padded_sink_heads(heads // tp, ctx.sm_major), 1, n, dtype="float32"),
-            ]
-            comp = [i for i in layers if self._owns_compressor(i)]
-            for i in comp:
-                gate = 2 if (self.ratio(i) > 1) else 1
-                coff = 2 if self.ratio(i) == 4 else 1
-                out.append(WeightTensor("attn.compressor.fused_wkv_wgate", "linear", gate * coff * hd, h, 1, False))
-                out.append(WeightTensor("attn.compressor.norm", "norm", hd, 1, 1))
-            idx = self._indexer_layers(layers)
-            if idx:
-                ih, idim = int(self._t("index_n_heads", 64)), int(self._t("index_head_dim", 128))
-                out += [
-                    WeightTensor("attn.indexer.wq_b", "linear", ih * idim, q_lora, len(idx), True,
-                                 in_features_full=q_lora),
-                    WeightTensor("attn.indexer.weights_proj", "linear", ih, h, len(idx), False),
-                ]
-            moe_inter = int(self._t("moe_intermediate_size"))
-            by_experts: dict[int, int] = {}
-            for i in layers:
-                e = self.routed_experts(i)
-                by_experts[e] = by_experts.get(e, 0) + 1
-            for experts, count in by_experts.items():
-                tag = "" if len(by_experts) == 1 else f"[{experts} experts]"
-                out.append(WeightTensor(f"ffn.gate{tag}", "router", experts, h, count))
-                biased = count if self.is_v41 else biased_gate_layers(self, layers, experts)
-                if biased:
-                    out.append(WeightTensor(f"ffn.gate.bias{tag}", "router", experts, 1, biased, dtype="float32"))
-                if self.mxfp4_experts():
-                    out += mxfp4_expert_tensors(f"ffn.experts{tag}", num_experts=experts, hidden=h,
-                                                inter=moe_inter, num_layers=count, ctx=ctx)
-                else:
-                    out += moe_expert_tensors(f"ffn.experts{tag}", num_experts=experts, hidden=h, inter=moe_inter,
-                                              num_layers=count, ctx=ctx)
-            out += shared_expert_tensors("ffn.shared_experts", shared=int(text.get("n_shared_experts") or 0),
-                                         moe_inter=moe_inter, hidden=h, num_layers=n, ctx=ctx)
-            hc = int(text.get("hc_mult", 1) or 1)
+            h = span.hidden
+            out += self._attention_tensors(layers, ctx) + self._ffn_tensors(layers, ctx)
+            hc = int(self.config.text.get("hc_mult", 1) or 1)
             if hc > 1:
                 mix = (2 + hc) * hc
                 out.append(WeightTensor("hc_attn_fn+hc_ffn_fn", "norm", mix, hc * h, 2 * n, dtype="float32"))
             out.append(WeightTensor("attn_norm+ffn_norm", "norm", h, 1, 2 * n))
             if not self.is_v41:
                 out += v4_extra_tensors(self, ctx, layers)
-        if last:
-            out.append(WeightTensor("model.norm", "norm", h, 1))
-            out.append(WeightTensor("lm_head", "lm_head", vocab_rows, h))
+        out += stage_head(span)
+        if span.last:
             out += self.drafter_head_tensors(ctx)
+        return out
+
+    def _attention_tensors(self, layers: list[int], ctx: GraphContext) -> list[WeightTensor]:
+        """DeepseekV4Attention's projections, norms and sinks, the compressors and the indexers
+        of ``layers``."""
+        tp = ctx.tensor_parallel_size
+        h = self.config.hidden_size
+        heads = self.config.num_attention_heads
+        hd = self.head_dim
+        n = len(layers)
+        q_lora = int(self._t("q_lora_rank"))
+        o_lora = int(self._t("o_lora_rank"))
+        groups = int(self._t("o_groups"))
+        out = [
+            WeightTensor("attn.fused_wqa_wkv", "linear", q_lora + hd, h, n, True, in_features_full=h),
+            WeightTensor("attn.q_norm", "norm", q_lora, 1, n),
+            WeightTensor("attn.kv_norm", "norm", hd, 1, n),
+            WeightTensor("attn.wq_b", "linear", heads // tp * hd, q_lora, n, True, in_features_full=q_lora),
+            WeightTensor("attn.wo_a", "linear", groups * o_lora // tp, heads * hd // groups, n, True,
+                         in_features_full=heads * hd // groups),
+            WeightTensor("attn.wo_b", "linear", h, groups * o_lora // tp, n, True, in_features_full=groups * o_lora),
+            WeightTensor("attn.attn_sink", "norm", heads // tp if self.is_v41 else
+                         padded_sink_heads(heads // tp, ctx.sm_major), 1, n, dtype="float32"),
+        ]
+        for i in (i for i in layers if self._owns_compressor(i)):
+            gate = 2 if (self.ratio(i) > 1) else 1
+            coff = 2 if self.ratio(i) == 4 else 1
+            out.append(WeightTensor("attn.compressor.fused_wkv_wgate", "linear", gate * coff * hd, h, 1, False))
+            out.append(WeightTensor("attn.compressor.norm", "norm", hd, 1, 1))
+        idx = self._indexer_layers(layers)
+        if idx:
+            ih, idim = int(self._t("index_n_heads", 64)), int(self._t("index_head_dim", 128))
+            out += [
+                WeightTensor("attn.indexer.wq_b", "linear", ih * idim, q_lora, len(idx), True,
+                             in_features_full=q_lora),
+                WeightTensor("attn.indexer.weights_proj", "linear", ih, h, len(idx), False),
+            ]
+        return out
+
+    def _ffn_tensors(self, layers: list[int], ctx: GraphContext) -> list[WeightTensor]:
+        """The MoE block of every layer: a router (and its fp32 bias) and the routed experts per
+        distinct expert count, and one shared expert."""
+        h = self.config.hidden_size
+        moe_inter = int(self._t("moe_intermediate_size"))
+        by_experts: dict[int, int] = {}
+        for i in layers:
+            e = self.routed_experts(i)
+            by_experts[e] = by_experts.get(e, 0) + 1
+        out: list[WeightTensor] = []
+        for experts, count in by_experts.items():
+            tag = "" if len(by_experts) == 1 else f"[{experts} experts]"
+            out.append(WeightTensor(f"ffn.gate{tag}", "router", experts, h, count))
+            biased = count if self.is_v41 else biased_gate_layers(self, layers, experts)
+            if biased:
+                out.append(WeightTensor(f"ffn.gate.bias{tag}", "router", experts, 1, biased, dtype="float32"))
+            expert_tensors = mxfp4_expert_tensors if self.mxfp4_experts() else moe_expert_tensors
+            out += expert_tensors(f"ffn.experts{tag}", num_experts=experts, hidden=h, inter=moe_inter,
+                                  num_layers=count, ctx=ctx)
+        out += shared_expert_tensors("ffn.shared_experts", shared=int(self.config.text.get("n_shared_experts") or 0),
+                                     moe_inter=moe_inter, hidden=h, num_layers=len(layers), ctx=ctx)
         return out
 
     def routed_experts(self, layer: int) -> int:

@@ -15,7 +15,6 @@
 
 from __future__ import annotations
 
-from vmemplan.core.graph import GraphContext, WeightTensor
 from vmemplan.models.base import register
 from vmemplan.models.moe import MoEDecoder, _int
 
@@ -29,12 +28,11 @@ class Ernie45Moe(MoEDecoder):
     architectures = ("Ernie4_5_MoeForCausalLM",)
     router_dtype = "float32"
     router_correction_bias = True
+    attn_o_bias = False
+    dense_mlp_biases = True
 
     def qkv_bias(self) -> bool:
         return bool(self.config.text.get("use_bias", False))
-
-    def o_bias(self) -> bool:
-        return False
 
     def mlp_bias(self) -> bool:
         return bool(self.config.text.get("use_bias", False))
@@ -58,19 +56,3 @@ class Ernie45Moe(MoEDecoder):
             else self.config.num_hidden_layers - 1
         interval = _int(text, "moe_layer_interval", default=1) or 1
         return bool(use_moe) and (index + 1) % interval == 0 and start <= index <= end
-
-    def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
-        out = super().weight_tensors(ctx)
-        if not self.mlp_bias():
-            return out
-        h = self.config.hidden_size
-        tp = ctx.tensor_parallel_size
-        start, end = self.layer_range(ctx)
-        dense = (end - start) - self.moe_layers_on_stage(ctx)
-        if dense:
-            di = self.dense_intermediate()
-            out += [
-                WeightTensor("mlp.gate_up_proj.bias", "bias", 2 * di // tp, 1, dense),
-                WeightTensor("mlp.down_proj.bias", "bias", h, 1, dense),
-            ]
-        return out

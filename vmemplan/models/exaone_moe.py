@@ -19,7 +19,6 @@ registered as ``ExaoneMoeForCausalLM`` and ``ExaoneMoEForCausalLM``.
 
 from __future__ import annotations
 
-from vmemplan.core.graph import GraphContext, WeightTensor
 from vmemplan.models.base import register
 from vmemplan.models.moe import MoEDecoder, _int
 
@@ -33,6 +32,7 @@ class ExaoneMoe(MoEDecoder):
     architectures = ("ExaoneMoeForCausalLM", "ExaoneMoEForCausalLM")
     qk_norm = True
     router_correction_bias = True
+    dense_mlp_biases = True  # under mlp_bias
 
     def num_experts(self) -> int:
         return _int(self.config.text, "num_experts")
@@ -54,19 +54,3 @@ class ExaoneMoe(MoEDecoder):
         per_layer = text.get("sliding_windows")
         w = per_layer[index] if isinstance(per_layer, list) and index < len(per_layer) else text.get("sliding_window")
         return int(w) if isinstance(w, int) and not isinstance(w, bool) and w > 0 else None
-
-    def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
-        out = super().weight_tensors(ctx)
-        if not self.config.text.get("mlp_bias", False):
-            return out
-        h = self.config.hidden_size
-        tp = ctx.tensor_parallel_size
-        start, end = self.layer_range(ctx)
-        dense = (end - start) - self.moe_layers_on_stage(ctx)
-        if dense:
-            di = self.dense_intermediate()
-            out += [
-                WeightTensor("mlp.gate_up_proj.bias", "bias", 2 * di // tp, 1, dense),
-                WeightTensor("mlp.down_proj.bias", "bias", h, 1, dense),
-            ]
-        return out

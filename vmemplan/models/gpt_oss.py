@@ -8,6 +8,7 @@ from typing import Any
 
 from vmemplan.core.graph import GraphContext, WeightTensor
 from vmemplan.models.base import register
+from vmemplan.models.moe_blocks import windowed_stage_attention
 from vmemplan.models.windowed import (
     _attention_spec,
     _check_heads,
@@ -48,14 +49,9 @@ class GptOss(_WindowedBase):
 
     def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
         cfg = self.config
-        h = cfg.hidden_size
-        tp = ctx.tensor_parallel_size
-        start, end = self.layer_range(ctx)
-        n = end - start
-        out = self._embedding_and_head(ctx, tied=cfg.tie_word_embeddings)
-        out += self._attn_tensors(ctx, name="attn", num_heads=cfg.num_attention_heads,
-                                  num_kv_heads=cfg.num_key_value_heads, head_dim=cfg.head_dim, count=n,
-                                  qkv_bias=True, o_bias=True)
+        span = self.rank_span(ctx)
+        h, tp, n = span.hidden, span.tp, span.layers
+        out = windowed_stage_attention(self, ctx, name="attn", qkv_bias=True, o_bias=True)
         if n:
             e = self._num_experts()
             local, inter = moe_shard(ctx, e, cfg.intermediate_size)

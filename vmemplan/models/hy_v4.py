@@ -8,8 +8,8 @@ from __future__ import annotations
 from vmemplan.core.errors import UsageError
 from vmemplan.core.graph import GraphContext, WeightTensor
 from vmemplan.models.base import register
-from vmemplan.models.deepseek import DeepseekV32, moe_expert_tensors, shared_expert_tensors
-from vmemplan.models.dense import pad_vocab, pp_layer_range
+from vmemplan.models.deepseek import DeepseekV32
+from vmemplan.models.moe_blocks import router_tensors, stage_embedding, stage_head
 
 __all__ = ["HYV4"]
 
@@ -81,45 +81,18 @@ class HYV4(DeepseekV32):
     def _ihc(self) -> int:
         return int(self.config.text.get("hc_mult", 4)) if self._flag("enable_ihc") else 0
 
-    def mlp_tensors(self, dense: int, moe: int, ctx: GraphContext) -> list[WeightTensor]:
-        text = self.config.text
-        tp = ctx.tensor_parallel_size
-        h = self.config.hidden_size
-        out: list[WeightTensor] = []
-        if dense:
-            inter = self.config.intermediate_size
-            out += [
-                WeightTensor("mlp.gate_up_proj", "linear", 2 * inter // tp, h, dense, True, in_features_full=h),
-                WeightTensor("mlp.down_proj", "linear", h, inter // tp, dense, True, in_features_full=inter),
-            ]
-        if moe:
-            experts = int(text["n_routed_experts"])
-            moe_inter = self._t("moe_intermediate_size")
-            out += [
-                WeightTensor("mlp.gate", "router", experts, h, moe, dtype="float32"),
-                WeightTensor("mlp.expert_bias", "router", experts, 1, moe, dtype="float32"),
-            ]
-            out += shared_expert_tensors("mlp.shared_experts", shared=int(text.get("n_shared_experts") or 0),
-                                         moe_inter=moe_inter, hidden=h, num_layers=moe, ctx=ctx)
-            out += moe_expert_tensors("mlp.experts", num_experts=experts, hidden=h, inter=moe_inter,
-                                      num_layers=moe, ctx=ctx)
-        return out
+    def gate_tensors(self, experts: int, moe: int) -> list[WeightTensor]:
+        """HYV4MoEFused: an fp32 GateLinear router and an fp32 ``expert_bias``."""
+        return router_tensors("mlp.gate", experts, self.config.hidden_size, moe, dtype="float32",
+                              bias="mlp.expert_bias")
 
     def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
-        cfg = self.config
-        text = cfg.text
-        tp = ctx.tensor_parallel_size
-        h = cfg.hidden_size
-        start, end = pp_layer_range(cfg.num_hidden_layers, ctx.pipeline_parallel_size, ctx.pipeline_rank)
-        n = end - start
-        first = ctx.pipeline_rank == 0
-        last = ctx.pipeline_rank == ctx.pipeline_parallel_size - 1
+        text = self.config.text
+        span = self.rank_span(ctx)
+        h, n, start, end = span.hidden, span.layers, span.start, span.end
         tied = bool(text.get("tie_word_embeddings", False))
-        rows = pad_vocab(cfg.vocab_size) // tp
-        heads_local = cfg.num_attention_heads // tp
-        out: list[WeightTensor] = []
-        if first or (tied and last):
-            out.append(WeightTensor("model.embed_tokens", "embedding", rows, h))
+        heads_local = self.config.num_attention_heads // span.tp
+        out = stage_embedding(span, tied=tied)
         if n:
             moe = sum(1 for i in range(start, end) if self.is_moe_layer(i))
             indexers = sum(1 for i in range(start, end) if self.has_indexer(i))
@@ -157,10 +130,8 @@ class HYV4(DeepseekV32):
                 if sparse:
                     out.append(WeightTensor("self_attn.mla_attn.index_group.physical_topk_indices+valid_topk_counts",
                                             "buffer", tokens + 1, topk + 1, sparse, dtype="int32"))
-        if last:
-            out.append(WeightTensor("model.norm", "norm", h, 1))
-            if not tied:
-                out.append(WeightTensor("lm_head", "lm_head", rows, h))
+        out += stage_head(span, head=not tied)
+        if span.last:
             hc = self._ihc()
             if hc:
                 out += [WeightTensor("model.hc_head.hc_head_fn", "linear", hc, hc * h, 1, dtype="float32"),

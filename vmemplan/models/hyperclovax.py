@@ -12,18 +12,15 @@ tensors.
 from __future__ import annotations
 
 from vmemplan.models.base import register
-from vmemplan.models.dense import LlamaLike
+from vmemplan.models.moe_blocks import SandwichNormLlama
 
 __all__ = ["HyperCLOVAX"]
 
 
 @register
-class HyperCLOVAX(LlamaLike):
-    """HyperCLOVAXForCausalLM: two RMSNorms per layer, four with ``use_post_norm``."""
+class HyperCLOVAX(SandwichNormLlama):
+    """HyperCLOVAXForCausalLM: two RMSNorms per layer, four with ``use_post_norm``
+    (HyperCLOVAXDecoderLayer.__init__ adds post_norm1/post_norm2)."""
 
     architectures = ("HyperCLOVAXForCausalLM",)
-
-    @property  # type: ignore[override]
-    def norms_per_layer(self) -> int:
-        """HyperCLOVAXDecoderLayer.__init__ adds post_norm1/post_norm2 under ``use_post_norm``."""
-        return 4 if self.config.text.get("use_post_norm") else 2
+    sandwich_key = "use_post_norm"

@@ -29,10 +29,12 @@ Every layer has an ordinary full-attention cache of ``max(1, kv/tp)`` heads of `
 
 from __future__ import annotations
 
+import dataclasses
+
 from vmemplan.core.graph import GraphContext, WeightTensor, attention_scales
 from vmemplan.models.base import register, rope_cache_positions
-from vmemplan.models.deepseek import moe_expert_tensors, shared_expert_tensors
-from vmemplan.models.dense import LlamaLike, pad_vocab
+from vmemplan.models.dense import LlamaLike
+from vmemplan.models.moe_blocks import gated_mlp_tensors, moe_experts, router_tensors, stage_embedding, stage_head
 
 __all__ = ["K2Horizon"]
 
@@ -98,41 +100,26 @@ class K2Horizon(LlamaLike):
         h = self.config.hidden_size
         experts = int(text["num_experts"])
         inter = int(text["moe_intermediate_size"])
-        out = [WeightTensor("mlp.gate", "router", experts, h, n)]
-        if text.get("moe_gate_bias"):
-            out.append(WeightTensor("mlp.gate.bias", "router", experts, 1, n, dtype="float32"))
-        out += shared_expert_tensors("mlp.shared_experts", shared=int(text.get("num_shared_experts") or 0),
-                                     moe_inter=inter, hidden=h, num_layers=n, ctx=ctx)
-        out += moe_expert_tensors("mlp.experts", num_experts=experts, hidden=h, inter=inter, num_layers=n, ctx=ctx)
-        return out
+        out = router_tensors("mlp.gate", experts, h, n, bias="mlp.gate.bias" if text.get("moe_gate_bias") else None)
+        return out + moe_experts(shared=int(text.get("num_shared_experts") or 0), shared_inter=inter, experts=experts,
+                                 inter=inter, hidden=h, num_layers=n, ctx=ctx)
 
     def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
         cfg = self.config
         text = cfg.text
-        tp = ctx.tensor_parallel_size
-        h = cfg.hidden_size
-        start, end = self.layer_range(ctx)
-        layers = range(start, end)
-        sparse = sum(1 for i in layers if self.is_sparse_layer(i))
-        dense = len(layers) - sparse
+        # K2HorizonModel: embed_tokens and norm on every stage
+        span = dataclasses.replace(self.rank_span(ctx), first=True, last=True)
+        h, n = span.hidden, span.layers
+        sparse = sum(1 for i in range(span.start, span.end) if self.is_sparse_layer(i))
         mova = sparse if int(text.get("mova_num_experts") or 0) > 0 else 0
-        vocab_rows = pad_vocab(cfg.vocab_size) // tp
-        out = [WeightTensor("model.embed_tokens", "embedding", vocab_rows, h)]
-        out += self._attention(len(layers) - mova, False, ctx) if len(layers) - mova else []
+        out = stage_embedding(span)
+        out += self._attention(n - mova, False, ctx) if n - mova else []
         out += self._attention(mova, True, ctx) if mova else []
-        if dense:
-            inter = cfg.intermediate_size
-            out += [
-                WeightTensor("mlp.gate_up_proj", "linear", 2 * inter // tp, h, dense, True, in_features_full=h),
-                WeightTensor("mlp.down_proj", "linear", h, inter // tp, dense, True, in_features_full=inter),
-            ]
+        out += gated_mlp_tensors("mlp", cfg.intermediate_size, h, n - sparse, span.tp)
         if sparse:
             out += self._moe(sparse, ctx)
-        if len(layers):
-            out.append(WeightTensor("input_layernorm+post_attention_layernorm", "norm", h, 1, 2 * len(layers)))
+        if n:
+            out.append(WeightTensor("input_layernorm+post_attention_layernorm", "norm", h, 1, 2 * n))
             rope = int(text.get("rope_head_dim") or self.head_dim)
             out.append(WeightTensor("rotary_emb.cos_sin_cache", "buffer", rope_cache_positions(cfg)[0], rope))
-        out.append(WeightTensor("model.norm", "norm", h, 1))
-        if not cfg.tie_word_embeddings:
-            out.append(WeightTensor("lm_head", "lm_head", vocab_rows, h))
-        return out
+        return out + stage_head(span, head=not cfg.tie_word_embeddings)

@@ -10,6 +10,7 @@ from typing import Any
 from vmemplan.core.errors import UsageError
 from vmemplan.core.graph import GraphContext, WeightTensor
 from vmemplan.models.base import register
+from vmemplan.models.moe_blocks import windowed_stage_attention
 from vmemplan.models.windowed import (
     _attention_spec,
     _check_heads,
@@ -90,15 +91,11 @@ class Llama4(_WindowedBase):
     def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
         cfg = self.config
         text = cfg.text
-        h = cfg.hidden_size
-        start, end = self.layer_range(ctx)
-        n = end - start
-        out = self._embedding_and_head(ctx, tied=cfg.tie_word_embeddings)
-        out += self._attn_tensors(ctx, name="self_attn", num_heads=cfg.num_attention_heads,
-                                  num_kv_heads=cfg.num_key_value_heads, head_dim=cfg.head_dim, count=n,
-                                  qkv_bias=bool(text.get("attention_bias", False)),
-                                  o_bias=False)
-        n_moe = sum(self._is_moe_layer(i) for i in range(start, end))
+        span = self.rank_span(ctx)
+        h, n = span.hidden, span.layers
+        out = windowed_stage_attention(self, ctx, name="self_attn", qkv_bias=bool(text.get("attention_bias", False)),
+                                       o_bias=False)
+        n_moe = sum(self._is_moe_layer(i) for i in range(span.start, span.end))
         n_dense = n - n_moe
         if n_moe:
             e = _int(text, "num_local_experts")

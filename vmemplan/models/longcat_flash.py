@@ -17,10 +17,15 @@ from __future__ import annotations
 from typing import Any
 
 from vmemplan.core.graph import GraphContext, WeightTensor
-from vmemplan.models.base import register
-from vmemplan.models.deepseek import moe_expert_tensors
-from vmemplan.models.dense import pad_vocab, pp_layer_range
+from vmemplan.models.base import pp_layer_range, register
 from vmemplan.models.mla_common import MlaDecoder
+from vmemplan.models.moe_blocks import (
+    gated_mlp_tensors,
+    moe_expert_tensors,
+    router_tensors,
+    stage_embedding,
+    stage_head,
+)
 
 __all__ = ["LongcatFlash"]
 
@@ -53,37 +58,22 @@ class LongcatFlash(MlaDecoder):
         return range(start, end)
 
     def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
-        cfg = self.config
-        text = cfg.text
-        tp = ctx.tensor_parallel_size
-        h = cfg.hidden_size
-        layers = self._layer_indices(ctx)
-        n = len(layers)
-        first = ctx.pipeline_rank == 0
-        last = ctx.pipeline_rank == ctx.pipeline_parallel_size - 1
-        vocab_rows = pad_vocab(cfg.vocab_size) // tp
-        out: list[WeightTensor] = []
-        if first:
-            out.append(WeightTensor("model.embed_tokens", "embedding", vocab_rows, h))
+        text = self.config.text
+        span = self.rank_span(ctx)  # its first/last and vocab rows; the layers are FlashModel's
+        h, n = span.hidden, len(self._layer_indices(ctx))
+        out = stage_embedding(span)
         if n:
-            ffn = self._t("intermediate_size")
             experts = int(text.get("n_routed_experts", 512))
             routes = experts + int(text.get("zero_expert_num", 0) or 0)
             out += self.attention_tensors(2 * n, ctx)  # self_attn[0] and self_attn[1]
-            out += [
-                WeightTensor("mlps.gate_up_proj", "linear", 2 * ffn // tp, h, 2 * n, True, in_features_full=h),
-                WeightTensor("mlps.down_proj", "linear", h, ffn // tp, 2 * n, True, in_features_full=ffn),
-                WeightTensor("mlp.router.classifier", "router", routes, h, n, dtype="float32"),
-                WeightTensor("mlp.router.e_score_correction_bias", "router", routes, 1, n, dtype="float32"),
-                WeightTensor("input_layernorm[2]+post_attention_layernorm[2]", "norm", h, 1, 4 * n),
-            ]
+            out += gated_mlp_tensors("mlps", self._t("intermediate_size"), h, 2 * n, span.tp)
+            out += router_tensors("mlp.router.classifier", routes, h, n, dtype="float32",
+                                  bias="mlp.router.e_score_correction_bias")
+            out.append(WeightTensor("input_layernorm[2]+post_attention_layernorm[2]", "norm", h, 1, 4 * n))
             out += moe_expert_tensors("mlp.experts", num_experts=experts, hidden=h,
                                       inter=self._t("moe_intermediate_size"), num_layers=n, ctx=ctx)
             out.append(self.rope_cache(ctx))
-        if last:
-            out.append(WeightTensor("model.norm", "norm", h, 1))
-            out.append(WeightTensor("lm_head", "lm_head", vocab_rows, h))
-        return out
+        return out + stage_head(span)
 
     def kv_cache_specs(self, ctx: GraphContext) -> dict[str, Any]:
         """Two latent specs per layer, one per MLA attention (``self_attn.0`` / ``self_attn.1``)."""

@@ -40,8 +40,8 @@ from vmemplan.core.graph import GraphContext, WeightTensor, attention_scales
 from vmemplan.core.kv_specs import FullAttentionSpec, SlidingWindowSpec, kv_dtype_bytes
 from vmemplan.core.units import dtype_bytes
 from vmemplan.models.base import register
-from vmemplan.models.dense import pad_vocab
 from vmemplan.models.moe import MoEDecoder, _int
+from vmemplan.models.moe_blocks import gated_mlp_tensors, stage_embedding, stage_head
 
 __all__ = ["MiMoV2", "mimo_attention_kinds", "fused_qkv_kv_chunk_rows"]
 
@@ -181,43 +181,24 @@ class MiMoV2(MoEDecoder):
         return out
 
     def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
-        cfg = self.config
-        tp = ctx.tensor_parallel_size
-        h = cfg.hidden_size
-        start, end = self.layer_range(ctx)
-        first = ctx.pipeline_rank == 0
-        last = ctx.pipeline_rank == ctx.pipeline_parallel_size - 1
-        vocab_rows = pad_vocab(cfg.vocab_size) // tp
-        tied = bool(cfg.tie_word_embeddings)
-        out: list[WeightTensor] = []
-        if first or (tied and last):
-            out.append(WeightTensor("model.embed_tokens", "embedding", vocab_rows, h))
-        layers = range(start, end)
+        span = self.rank_span(ctx)
+        tp, h, n = span.tp, span.hidden, span.layers
+        tied = bool(self.config.tie_word_embeddings)
+        out = stage_embedding(span, tied=tied)
+        layers = range(span.start, span.end)
         counts = {kind: sum(1 for i in layers if self.layer_kind(i) == kind) for kind in ("full", "swa")}
-        for kind, n in counts.items():
-            if n:
-                out += self._attn_tensors(ctx, kind, n)
-        n = end - start
+        for kind, count in counts.items():
+            if count:
+                out += self._attn_tensors(ctx, kind, count)
         if n:
             out.append(WeightTensor("input_layernorm+post_attention_layernorm", "norm", h, 1, 2 * n))
         dense = sum(1 for i in layers if not self.is_moe_layer(i))
-        if dense:
-            di = self.dense_intermediate()
-            if di % tp:
-                raise UsageError(f"--tensor-parallel-size {tp} does not divide the FFN width {di}")
-            out += [
-                WeightTensor("mlp.gate_up_proj", "linear", 2 * di // tp, h, dense, True,
-                             in_features_full=h, out_features_full=2 * di),
-                WeightTensor("mlp.down_proj", "linear", h, di // tp, dense, True,
-                             in_features_full=di, out_features_full=h),
-            ]
+        di = self.dense_intermediate()
+        if dense and di % tp:
+            raise UsageError(f"--tensor-parallel-size {tp} does not divide the FFN width {di}")
+        out += gated_mlp_tensors("mlp", di, h, dense, tp)
         out += self.moe_block_tensors(ctx, n - dense)
-        if last:
-            out.append(WeightTensor("model.norm", "norm", h, 1))
-            if not tied:
-                out.append(WeightTensor("lm_head", "lm_head", vocab_rows, h))
-        out += self._rotary_tensors(counts)
-        return out
+        return out + stage_head(span, head=not tied) + self._rotary_tensors(counts)
 
     def _rotary_tensors(self, counts: Mapping[str, int]) -> list[WeightTensor]:
         """One ``[max_position_embeddings, rotary_dim]`` cache (model dtype) per distinct

@@ -22,7 +22,8 @@ from vmemplan.core.graph import GraphContext, WeightTensor, attention_scales
 from vmemplan.core.kv_specs import FullAttentionSpec, kv_dtype_bytes
 from vmemplan.core.units import dtype_bytes
 from vmemplan.models.base import register, rope_cache_positions
-from vmemplan.models.dense import LlamaLike, pad_vocab
+from vmemplan.models.dense import LlamaLike
+from vmemplan.models.moe_blocks import gated_mlp_tensors, stage_embedding, stage_head
 
 __all__ = ["MiniCPM3"]
 
@@ -70,21 +71,13 @@ class MiniCPM3(LlamaLike):
         if cfg.text.get("num_experts"):
             raise UsageError("MiniCPM3 with MoE layers (num_experts) is not modelled",
                              hint="the released MiniCPM3 checkpoints are dense")
-        tp = ctx.tensor_parallel_size
-        h = cfg.hidden_size
+        span = self.rank_span(ctx)
+        tp, h, n = span.tp, span.hidden, span.layers
         heads = cfg.num_attention_heads
         hl = heads // tp
         q_lora, kv_lora = self._t("q_lora_rank"), self._t("kv_lora_rank")
         nope, rope, v = self._t("qk_nope_head_dim"), self._t("qk_rope_head_dim"), self._t("v_head_dim")
-        inter = cfg.intermediate_size
-        start, end = self.layer_range(ctx)
-        n = end - start
-        first = ctx.pipeline_rank == 0
-        last = ctx.pipeline_rank == ctx.pipeline_parallel_size - 1
-        vocab_rows = pad_vocab(cfg.vocab_size) // tp
-        out: list[WeightTensor] = []
-        if first:
-            out.append(WeightTensor("model.embed_tokens", "embedding", vocab_rows, h))
+        out = stage_embedding(span)
         if n:
             out += [
                 WeightTensor("self_attn.q_a_proj", "linear", q_lora, h, n, True, in_features_full=h),
@@ -98,17 +91,12 @@ class MiniCPM3(LlamaLike):
                              in_features_full=kv_lora),
                 WeightTensor("self_attn.o_proj", "linear", h, hl * v, n, True, in_features_full=heads * v),
                 attention_scales("self_attn.attn", n),
-                WeightTensor("mlp.gate_up_proj", "linear", 2 * inter // tp, h, n, True, in_features_full=h),
-                WeightTensor("mlp.down_proj", "linear", h, inter // tp, n, True, in_features_full=inter),
                 WeightTensor("input_layernorm+post_attention_layernorm", "norm", h, 1, 2 * n),
             ]
+            out += gated_mlp_tensors("mlp", cfg.intermediate_size, h, n, tp)
             positions, _ = rope_cache_positions(cfg)
             out.append(WeightTensor("rotary_emb.cos_sin_cache", "buffer", positions, rope))
-        if last:
-            out.append(WeightTensor("model.norm", "norm", h, 1))
-            if not (self.head_tied() and first):
-                out.append(WeightTensor("lm_head", "lm_head", vocab_rows, h))
-        return out
+        return out + stage_head(span, head=not (self.head_tied() and span.first))
 
     def kv_cache_specs(self, ctx: GraphContext) -> dict[str, Any]:
         """``FullAttentionSpec(num_kv_heads=heads/tp, head_size=qk_nope + qk_rope)`` per layer

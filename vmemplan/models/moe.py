@@ -28,9 +28,13 @@ from vmemplan.core.units import dtype_bytes
 from vmemplan.laws.moe import ExpertPlacement, eplb_state_bytes, expert_placement
 from vmemplan.models.base import register
 from vmemplan.models.dense import LlamaLike, pad_vocab
+from vmemplan.models.moe_blocks import gated_mlp_biases, gated_mlp_tensors, router_tensors
 
 __all__ = ["MoEDecoder", "Mixtral", "Qwen2Moe", "Qwen3Moe", "PhiMoE", "Glm4Moe", "MiniMaxM2"]
 
+#: the GraphContext fields :func:`vmemplan.laws.moe.expert_placement` takes, by the same names
+_PLACEMENT_FIELDS = ("tensor_parallel_size", "data_parallel_size", "prefill_context_parallel_size",
+                     "enable_expert_parallel", "enable_eplb", "num_redundant_experts")
 _DENSE_MLP = ("mlp.gate_up_proj", "mlp.down_proj", "mlp.gate_up_proj.bias", "mlp.down_proj.bias")
 
 
@@ -56,6 +60,8 @@ class MoEDecoder(LlamaLike):
     router_correction_bias = False
     #: Qwen's ``shared_expert_gate [1, H]`` (replicated)
     shared_expert_gate = False
+    #: biases on the dense layers' MLP when :meth:`mlp_bias` (ERNIE-4.5, EXAONE-MoE, Bailing)
+    dense_mlp_biases = False
 
     # -- config facts ---------------------------------------------------------------
     def num_experts(self) -> int:
@@ -84,15 +90,8 @@ class MoEDecoder(LlamaLike):
         return self.expert_intermediate() * max(1, self.top_k()) + self.shared_intermediate()
 
     def placement(self, ctx: GraphContext) -> ExpertPlacement:
-        return expert_placement(
-            self.num_experts(),
-            tensor_parallel_size=ctx.tensor_parallel_size,
-            data_parallel_size=ctx.data_parallel_size,
-            prefill_context_parallel_size=ctx.prefill_context_parallel_size,
-            enable_expert_parallel=ctx.enable_expert_parallel,
-            enable_eplb=ctx.enable_eplb,
-            num_redundant_experts=ctx.num_redundant_experts,
-        )
+        """The experts' layout under ``ctx``'s parallelism (its fields of the same names)."""
+        return expert_placement(self.num_experts(), **{k: getattr(ctx, k) for k in _PLACEMENT_FIELDS})
 
     def moe_layers_on_stage(self, ctx: GraphContext) -> int:
         start, end = self.layer_range(ctx)
@@ -123,18 +122,12 @@ class MoEDecoder(LlamaLike):
         tp = ctx.tensor_parallel_size
         e = self.num_experts()
         p = self.placement(ctx)
-        out = [WeightTensor("mlp.gate", "router", e, h, m, False, dtype=self.router_dtype)]
-        if self.router_correction_bias:
-            out.append(WeightTensor("mlp.gate.e_score_correction_bias", "router", e, 1, m, dtype="float32"))
+        bias = "mlp.gate.e_score_correction_bias" if self.router_correction_bias else None
+        out = router_tensors("mlp.gate", e, h, m, dtype=self.router_dtype, bias=bias)
         out += self._expert_tensors(p, p.local_logical, m, "mlp.experts")
         s = self.shared_intermediate()
         if s:
-            out += [
-                WeightTensor("mlp.shared_expert.gate_up_proj", "linear", 2 * s // tp, h, m, True,
-                             in_features_full=h, out_features_full=2 * s),
-                WeightTensor("mlp.shared_expert.down_proj", "linear", h, s // tp, m, True,
-                             in_features_full=s, out_features_full=h),
-            ]
+            out += gated_mlp_tensors("mlp.shared_expert", s, h, m, tp)
             if self.shared_expert_gate:
                 out.append(WeightTensor("mlp.shared_expert_gate", "router", 1, h, m, False))
         if ctx.enable_eplb:
@@ -146,22 +139,13 @@ class MoEDecoder(LlamaLike):
         return out
 
     def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
-        base = [t for t in super().weight_tensors(ctx) if t.name not in _DENSE_MLP]
-        cfg = self.config
-        h = cfg.hidden_size
-        tp = ctx.tensor_parallel_size
-        start, end = self.layer_range(ctx)
-        dense = sum(1 for i in range(start, end) if not self.is_moe_layer(i))
-        m = (end - start) - dense
-        out = base
-        if dense:
-            di = self.dense_intermediate()
-            out += [
-                WeightTensor("mlp.gate_up_proj", "linear", 2 * di // tp, h, dense, True,
-                             in_features_full=h, out_features_full=2 * di),
-                WeightTensor("mlp.down_proj", "linear", h, di // tp, dense, True,
-                             in_features_full=di, out_features_full=h),
-            ]
+        out = [t for t in super().weight_tensors(ctx) if t.name not in _DENSE_MLP]
+        span = self.rank_span(ctx)
+        m = self.moe_layers_on_stage(ctx)
+        dense, di = span.layers - m, self.dense_intermediate()
+        out += gated_mlp_tensors("mlp", di, span.hidden, dense, span.tp)
+        if self.dense_mlp_biases and self.mlp_bias():
+            out += gated_mlp_biases("mlp", di, span.hidden, dense, span.tp)
         out += self.moe_block_tensors(ctx, m)
         out += self.mtp_tensors(ctx)
         return out
@@ -203,10 +187,8 @@ class Qwen2Moe(MoEDecoder):
 
     architectures = ("Qwen2MoeForCausalLM",)
     qkv_bias_default = True
+    attn_o_bias = False
     shared_expert_gate = True
-
-    def o_bias(self) -> bool:
-        return False
 
     def shared_intermediate(self) -> int:
         return _int(self.config.text, "shared_expert_intermediate_size")
@@ -235,13 +217,7 @@ class PhiMoE(MoEDecoder):
     16 experts of ``intermediate_size`` (vllm/model_executor/models/phimoe.py)."""
 
     architectures = ("PhiMoEForCausalLM", "PhimoeForCausalLM")
-    qkv_bias_default = True
-
-    def qkv_bias(self) -> bool:
-        return True
-
-    def o_bias(self) -> bool:
-        return True
+    attn_qkv_bias = attn_o_bias = True
 
     def expert_intermediate(self) -> int:
         return self.config.intermediate_size
@@ -269,12 +245,10 @@ class Glm4Moe(MoEDecoder):
     architectures = ("Glm4MoeForCausalLM",)
     router_dtype = "float32"
     router_correction_bias = True
+    attn_o_bias = False
 
     def qkv_bias(self) -> bool:
         return bool(self.config.text.get("attention_bias", False))
-
-    def o_bias(self) -> bool:
-        return False
 
     @property
     def qk_norm(self) -> bool:  # type: ignore[override]

@@ -13,18 +13,15 @@ are the MoE siblings (PanguUltraMoE / PanguProMoEV2), not this adapter.
 from __future__ import annotations
 
 from vmemplan.models.base import register
-from vmemplan.models.dense import LlamaLike
+from vmemplan.models.moe_blocks import SandwichNormLlama
 
 __all__ = ["PanguEmbedded"]
 
 
 @register
-class PanguEmbedded(LlamaLike):
-    """PanguEmbeddedForCausalLM: two RMSNorms per layer, four with ``sandwich_norm``."""
+class PanguEmbedded(SandwichNormLlama):
+    """PanguEmbeddedForCausalLM: two RMSNorms per layer, four with ``sandwich_norm``
+    (OpenPanguDecoderLayer.__init__ adds pre/post_mlp_layernorm)."""
 
     architectures = ("PanguEmbeddedForCausalLM",)
-
-    @property  # type: ignore[override]
-    def norms_per_layer(self) -> int:
-        """OpenPanguDecoderLayer.__init__ adds pre/post_mlp_layernorm under ``sandwich_norm``."""
-        return 4 if self.config.text.get("sandwich_norm") else 2
+    sandwich_key = "sandwich_norm"

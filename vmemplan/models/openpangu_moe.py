@@ -44,6 +44,7 @@ from vmemplan.core.kv_specs import FullAttentionSpec, kv_dtype_bytes
 from vmemplan.core.units import dtype_bytes
 from vmemplan.models.base import Adapter, register
 from vmemplan.models.deepseek import DeepseekMLA
+from vmemplan.models.moe_blocks import gated_mlp_biases
 
 __all__ = ["OpenPanguMoE"]
 
@@ -144,20 +145,14 @@ class OpenPanguMoE(DeepseekMLA):
     def num_mtp_layers(self, ctx: GraphContext) -> int:
         return 0
 
+    def router_bias(self) -> bool:
+        return bool(self.config.text.get("router_enable_expert_bias"))
+
     def mlp_tensors(self, dense: int, moe: int, ctx: GraphContext) -> list[WeightTensor]:
-        text = self.config.text
-        h = self.config.hidden_size
-        tp = ctx.tensor_parallel_size
-        out = [t for t in super().mlp_tensors(dense, moe, ctx) if t.name != "mlp.gate.e_score_correction_bias"]
-        if dense and text.get("mlp_bias"):
-            inter = self.config.intermediate_size
-            out += [
-                WeightTensor("mlp.gate_up_proj.bias", "bias", 2 * inter // tp, 1, dense),
-                WeightTensor("mlp.down_proj.bias", "bias", h, 1, dense),
-            ]
-        if moe and text.get("router_enable_expert_bias"):
-            out.append(WeightTensor("mlp.gate.e_score_correction_bias", "router", int(text["n_routed_experts"]), 1,
-                                    moe, dtype="float32"))
+        out = super().mlp_tensors(dense, moe, ctx)
+        if self.config.text.get("mlp_bias"):
+            out += gated_mlp_biases("mlp", self.config.intermediate_size, self.config.hidden_size, dense,
+                                    ctx.tensor_parallel_size)
         return out
 
     def extra_layer_tensors(self, n: int, ctx: GraphContext) -> list[WeightTensor]:

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 from vmemplan.core.graph import GraphContext, WeightTensor
 from vmemplan.models.base import register
-from vmemplan.models.deepseek import moe_expert_tensors, shared_expert_tensors
 from vmemplan.models.mla_common import MlaDecoder
 
 __all__ = ["SarvamMLA"]
@@ -47,31 +46,19 @@ class SarvamMLA(MlaDecoder):
     def num_mtp_layers(self, ctx: GraphContext) -> int:
         return 0
 
-    def mlp_tensors(self, dense: int, moe: int, ctx: GraphContext) -> list[WeightTensor]:
+    def dense_intermediate(self) -> int:
+        return int(self.config.text.get("intermediate_size") or 16384)
+
+    def num_routed_experts(self) -> int:
+        return int(self.config.text["num_experts"])
+
+    def shared_experts(self) -> tuple[int, int]:
         text = self.config.text
-        tp = ctx.tensor_parallel_size
-        h = self.config.hidden_size
-        out: list[WeightTensor] = []
-        if dense:
-            inter = int(text.get("intermediate_size") or 16384)
-            out += [
-                WeightTensor("mlp.gate_up_proj", "linear", 2 * inter // tp, h, dense, True, in_features_full=h),
-                WeightTensor("mlp.down_proj", "linear", h, inter // tp, dense, True, in_features_full=inter),
-            ]
-        if moe:
-            experts = int(text["num_experts"])
-            moe_inter = int(text["moe_intermediate_size"])
-            out.append(WeightTensor("mlp.gate", "router", experts, h, moe))
-            if text.get("moe_router_enable_expert_bias", True):
-                out.append(WeightTensor("mlp.gate.e_score_correction_bias", "router", experts, 1, moe,
-                                        dtype="float32"))
-            shared = text.get("num_shared_experts", 1)
-            shared_inter = text.get("moe_shared_expert_intermediate_size") or moe_inter
-            out += shared_expert_tensors("mlp.shared_experts", shared=int(shared or 0), moe_inter=int(shared_inter),
-                                         hidden=h, num_layers=moe, ctx=ctx)
-            out += moe_expert_tensors("mlp.experts", num_experts=experts, hidden=h, inter=moe_inter,
-                                      num_layers=moe, ctx=ctx)
-        return out
+        width = text.get("moe_shared_expert_intermediate_size") or self._t("moe_intermediate_size")
+        return int(text.get("num_shared_experts", 1) or 0), int(width)
+
+    def router_bias(self) -> bool:
+        return bool(self.config.text.get("moe_router_enable_expert_bias", True))
 
     def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
         out = super().weight_tensors(ctx)

@@ -38,20 +38,12 @@ class Step3Text(MoEDecoder):
 
     architectures = ("Step3TextForCausalLM",)
     tied_head = False
+    attn_qkv_bias = attn_o_bias = mlp_has_bias = False
 
     def __init__(self, config: ModelConfig) -> None:
         if "max_position_embeddings" not in config.text and "max_seq_len" in config.text:
             config = remap_config(config, {"max_position_embeddings": "max_seq_len"})
         super().__init__(config)
-
-    def qkv_bias(self) -> bool:
-        return False
-
-    def o_bias(self) -> bool:
-        return False
-
-    def mlp_bias(self) -> bool:
-        return False
 
     def num_experts(self) -> int:
         return _int(self.config.text, "moe_num_experts")
