@@ -239,56 +239,49 @@ class _Scrubber:
         return scrub_secrets(text, tuple(self._secrets))
 
 
+#: huggingface_hub.errors classes (by name; one this release lacks is skipped) and the error each
+#: becomes: message (formatted with repo_id, shown endpoint, revision, filename, at-revision) and
+#: hint.  Order matters: GatedRepoError subclasses RepositoryNotFoundError, and
+#: LocalEntryNotFoundError (nothing cached, Hub unreachable) shares the EntryNotFoundError base
+#: with the remote 404.
+_HUB_ERRORS: tuple[tuple[tuple[str, ...], type[VmemplanError], str, str], ...] = (
+    (("GatedRepoError",), HubUnavailable,
+     "{repo_id} is a gated repository on the Hugging Face Hub and this request may not read it", _GATED_HINT),
+    (("RepositoryNotFoundError",), HubUnavailable,
+     "model {repo_id} was not found on the Hugging Face Hub ({shown}), or it is private",
+     "check the id; a private repository needs `hf auth login` or HF_TOKEN"),
+    (("RevisionNotFoundError",), HubUnavailable,
+     "revision {revision} of {repo_id} was not found on the Hugging Face Hub",
+     "pass an existing branch, tag or commit with --revision"),
+    (("LocalEntryNotFoundError",), HubUnreachable,
+     "cannot reach the Hugging Face Hub ({shown}) to fetch {filename} of {repo_id}{at}",
+     "check your network, proxy or HF_ENDPOINT; " + _OFFLINE_HINT),
+    (("RemoteEntryNotFoundError", "EntryNotFoundError"), HubUnavailable,
+     "{repo_id} has no {filename}{at} on the Hugging Face Hub",
+     "vmemplan needs a transformers-style config.json; pass a local one"),
+    (("OfflineModeIsEnabled",), HubUnavailable,
+     "Hugging Face Hub access is disabled (HF_HUB_OFFLINE), so {filename} of {repo_id} cannot be fetched",
+     _OFFLINE_HINT),
+    (("HFValidationError",), BadInput, "{repo_id!r} is not a valid Hugging Face model id",
+     "pass a config.json, a model directory, or an id such as meta-llama/Llama-3.1-8B"),
+)
+
+
 def _translate_hub_error(
     error: BaseException, *, repo_id: str, revision: str | None, filename: str, settings: _HubSettings, scrub: _Scrubber
 ) -> VmemplanError | None:
     """Map a huggingface_hub / HTTP-client exception to one of ours; ``None`` if it is not one we expect.
 
-    Order matters: GatedRepoError subclasses RepositoryNotFoundError, and LocalEntryNotFoundError
-    (nothing cached, Hub unreachable) shares the EntryNotFoundError base with the remote 404.
+    The errors with a fixed message are :data:`_HUB_ERRORS`, in order.
     """
     from huggingface_hub import errors as hub_errors
 
     at = f" at revision {revision}" if revision else ""
-    remote_entry = getattr(hub_errors, "RemoteEntryNotFoundError", None)
-
-    if isinstance(error, hub_errors.GatedRepoError):
-        return HubUnavailable(
-            f"{repo_id} is a gated repository on the Hugging Face Hub and this request may not read it",
-            hint=_GATED_HINT,
-        )
-    if isinstance(error, hub_errors.RepositoryNotFoundError):
-        return HubUnavailable(
-            f"model {repo_id} was not found on the Hugging Face Hub ({settings.shown}), or it is private",
-            hint="check the id; a private repository needs `hf auth login` or HF_TOKEN",
-        )
-    if isinstance(error, hub_errors.RevisionNotFoundError):
-        return HubUnavailable(
-            f"revision {revision} of {repo_id} was not found on the Hugging Face Hub",
-            hint="pass an existing branch, tag or commit with --revision",
-        )
-    if isinstance(error, hub_errors.LocalEntryNotFoundError):
-        return HubUnreachable(
-            f"cannot reach the Hugging Face Hub ({settings.shown}) to fetch {filename} of {repo_id}{at}",
-            hint="check your network, proxy or HF_ENDPOINT; " + _OFFLINE_HINT,
-        )
-    if (remote_entry is not None and isinstance(error, remote_entry)) or isinstance(
-        error, hub_errors.EntryNotFoundError
-    ):
-        return HubUnavailable(
-            f"{repo_id} has no {filename}{at} on the Hugging Face Hub",
-            hint="vmemplan needs a transformers-style config.json; pass a local one",
-        )
-    if isinstance(error, hub_errors.OfflineModeIsEnabled):
-        return HubUnavailable(
-            f"Hugging Face Hub access is disabled (HF_HUB_OFFLINE), so {filename} of {repo_id} cannot be fetched",
-            hint=_OFFLINE_HINT,
-        )
-    if isinstance(error, getattr(hub_errors, "HFValidationError", ())):
-        return BadInput(
-            f"{repo_id!r} is not a valid Hugging Face model id",
-            hint="pass a config.json, a model directory, or an id such as meta-llama/Llama-3.1-8B",
-        )
+    fields = {"repo_id": repo_id, "shown": settings.shown, "revision": revision, "filename": filename, "at": at}
+    for names, kind, message, hint in _HUB_ERRORS:
+        classes = tuple(c for c in (getattr(hub_errors, n, None) for n in names) if isinstance(c, type))
+        if isinstance(error, classes):
+            return kind(message.format(**fields), hint=hint)
     if isinstance(error, hub_errors.HfHubHTTPError):
         response = getattr(error, "response", None)
         status = getattr(response, "status_code", None)
