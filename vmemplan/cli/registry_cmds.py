@@ -2,17 +2,33 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Annotated, Any
+
 import typer
 
 from vmemplan.cli._common import console, emit, output_width, reports_errors
+from vmemplan.cli._options import NoColorOpt
 from vmemplan.render import ListFormat, assert_never
+
+FormatOpt = Annotated[ListFormat, typer.Option("--format", "-f", help="table or json.")]
+
+
+def _show(output_format: ListFormat, no_color: bool, as_json: Callable[[], Any], as_table: Callable[[int], Any]) -> None:
+    """Print a registry listing: ``as_json()`` dumped, or the table ``as_table(width)`` at the
+    terminal's width."""
+    if output_format is ListFormat.json:
+        from vmemplan.render.json_out import dumps
+
+        emit(dumps(as_json()))
+    elif output_format is ListFormat.table:
+        console(no_color=no_color).print(as_table(output_width()))
+    else:
+        assert_never(output_format)
 
 
 @reports_errors
-def gpus(
-    output_format: ListFormat = typer.Option(ListFormat.table, "--format", "-f", help="table or json."),
-    no_color: bool = typer.Option(False, "--no-color", help="No colour (also NO_COLOR=1)."),
-) -> None:
+def gpus(output_format: FormatOpt = ListFormat.table, no_color: NoColorOpt = False) -> None:
     """List the GPUs in the registry with the total memory vLLM multiplies.
 
     Examples:
@@ -25,22 +41,15 @@ def gpus(
     from vmemplan.render.registry import gpus_json, gpus_table
 
     reg = load_registry()
-    if output_format is ListFormat.json:
-        from vmemplan.render.json_out import dumps
-
-        emit(dumps(gpus_json(reg.gpus)))
-    elif output_format is ListFormat.table:
-        console(no_color=no_color).print(gpus_table(reg.gpus, output_width()))
-    else:
-        assert_never(output_format)
+    _show(output_format, no_color, lambda: gpus_json(reg.gpus), lambda width: gpus_table(reg.gpus, width))
 
 
 @reports_errors
 def models(
-    output_format: ListFormat = typer.Option(ListFormat.table, "--format", "-f", help="table or json."),
+    output_format: FormatOpt = ListFormat.table,
     show_all: bool = typer.Option(False, "--all", help="Also list registry-internal entries (variant copies, "
                                                        "GGUF and MLX repos, unknown/…)."),
-    no_color: bool = typer.Option(False, "--no-color", help="No colour (also NO_COLOR=1)."),
+    no_color: NoColorOpt = False,
 ) -> None:
     """List the model configs bundled with vmemplan (usable offline), with their aliases and family.
 
@@ -76,14 +85,11 @@ def models(
             unplanned.add(mid)
     entries = model_entries(ids, families, bundled_aliases(), show_all=show_all, unplanned=unplanned,
                             architectures=architectures)
-    if output_format is ListFormat.json:
-        from vmemplan.render.json_out import dumps
 
-        emit(dumps(models_json(entries)))
-    elif output_format is ListFormat.table:
+    def table(width: int) -> Any:
         shown = {e.target or e.id for e in entries}
         hidden = 0 if show_all else sum(1 for m in ids if m not in shown and m not in unplanned)
         left_out = 0 if show_all else sum(1 for m in unplanned if m not in shown)
-        console(no_color=no_color).print(models_table(entries, output_width(), hidden=hidden, unplanned=left_out))
-    else:
-        assert_never(output_format)
+        return models_table(entries, width, hidden=hidden, unplanned=left_out)
+
+    _show(output_format, no_color, lambda: models_json(entries), table)
