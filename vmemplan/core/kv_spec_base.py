@@ -86,13 +86,10 @@ def kv_dtype_bytes(cache_dtype: str, model_dtype_bytes: int) -> int:
         if model_dtype_bytes not in (1, 2, 4):
             raise UsageError(f"model dtype width {model_dtype_bytes} bytes is not a torch float width")
         return model_dtype_bytes
-    try:
-        return _CACHE_DTYPE_BYTES[cache_dtype]
-    except KeyError:
-        raise UsageError(
-            f"unknown --kv-cache-dtype {cache_dtype!r}",
-            hint="use auto, fp8, fp8_e4m3, fp8_e5m2, bfloat16, float16, nvfp4, ...",
-        ) from None
+    if cache_dtype not in _CACHE_DTYPE_BYTES:
+        raise UsageError(f"unknown --kv-cache-dtype {cache_dtype!r}",
+                         hint="use auto, fp8, fp8_e4m3, fp8_e5m2, bfloat16, float16, nvfp4, ...")
+    return _CACHE_DTYPE_BYTES[cache_dtype]
 
 
 def _is_per_token_head(cache_dtype: str) -> bool:

@@ -37,6 +37,12 @@ __all__ = ["checks_for"]
 _EPS = 1e-9
 
 
+def _within_rounding(name: str, ok: bool, detail: str, rank: int | None) -> Check:
+    """The check ``name``: ``detail`` (its arithmetic) closed by whether its two sides agree
+    within the log's rounding."""
+    return Check(name, ok, detail + (" - agrees within rounding" if ok else " - differs by more than rounding"), rank)
+
+
 def _check_concurrency(s: Startup, f: Figures, rank: int | None) -> list[Check]:
     out: list[Check] = []
     c, L = f.max_concurrency, f.max_model_len
@@ -126,12 +132,10 @@ def _check_budget(s: Startup, f: Figures, rank: int | None) -> list[Check]:
     if T is not None and u is not None and R is not None:
         want = T * u
         tol = u * _tol(f, "total_memory_bytes") + _tol(f, "requested_memory_bytes") + 1
-        ok = abs(want - R) <= tol
         detail = (f"total {_p(f, 'total_memory_bytes')} GiB x util {u} = {want / GIB:.4f} GiB; "
                   f"log says {_p(f, 'requested_memory_bytes')} GiB (newer vLLM rounds up: "
                   f"requested = ceil(total x util) bytes)")
-        detail += " - agrees within rounding" if ok else " - differs by more than rounding"
-        out.append(Check("budget_vs_util_total", ok, detail, rank))
+        out.append(_within_rounding("budget_vs_util_total", abs(want - R) <= tol, detail, rank))
     kv = f.available_kv_cache_bytes
     if kv is None:
         return out
@@ -140,12 +144,10 @@ def _check_budget(s: Startup, f: Figures, rank: int | None) -> list[Check]:
         calc = T * u - f.peak_torch_bytes - f.non_torch_bytes
         tol = (u * _tol(f, "total_memory_bytes") + _tol(f, "peak_torch_bytes") + _tol(f, "non_torch_bytes")
                + _tol(f, "available_kv_cache_bytes") + 1)
-        ok = abs(calc - kv) <= tol
         detail = (f"total {_p(f, 'total_memory_bytes')} x util {u} - peak_torch {_p(f, 'peak_torch_bytes')}"
                   f" - non_torch {_p(f, 'non_torch_bytes')} = {calc / GIB:.3f} GiB; log says kv_cache_size"
                   f" {_p(f, 'available_kv_cache_bytes')} GiB")
-        detail += " - agrees within rounding" if ok else " - differs by more than rounding"
-        out.append(Check("kv_vs_budget_breakdown", ok, detail, rank))
+        out.append(_within_rounding("kv_vs_budget_breakdown", abs(calc - kv) <= tol, detail, rank))
         return out
     parts: list[tuple[str, int, str]] = []
     if f.consumed_bytes is not None:
@@ -217,10 +219,8 @@ def _check_bytes_per_token(s: Startup, f: Figures, bpt: int, rank: int | None) -
                        " the heads per rank under TP, and layers without attention)")
         return [Check("tokens_vs_available_bytes", ok, detail, rank)]
     if f.num_gpu_blocks is not None:
-        ok = lo_blocks <= f.num_gpu_blocks <= hi_blocks
         detail = f"{head}; log says {f.num_gpu_blocks:,} blocks"
-        detail += " - agrees within rounding" if ok else " - differs by more than rounding"
-        return [Check("blocks_vs_available_bytes", ok, detail, rank)]
+        return [_within_rounding("blocks_vs_available_bytes", lo_blocks <= f.num_gpu_blocks <= hi_blocks, detail, rank)]
     return []
 
 

@@ -14,6 +14,7 @@ from vmemplan.core.units import GIB
 
 if TYPE_CHECKING:
     from vmemplan.explain.explain import Report
+    from vmemplan.explain.report import Check
     from vmemplan.explain.startup import Figures
 
 __all__ = ["render_text"]
@@ -67,24 +68,25 @@ def render_text(report: Report | Sequence[Report], width: int | None = None) -> 
             if ln.explanation:
                 out.append(f"          {ln.explanation}")
         out.append("")
-        out.append("Checks:")
-        if not rep.checks:
-            out.append("  (none: the log lacks the figures a check needs)")
-        for c in rep.checks:
-            where = f" (rank {c.rank})" if c.rank is not None else ""
-            out.append(f"  [{'ok' if c.ok else '!!'}] {c.name}{where}: {c.detail}")
-        out.append("")
-        out.append("Suggestions:")
-        if not rep.suggestions:
-            out.append("  (nothing to act on)")
-        for sg in rep.suggestions:
-            out.append(f"  [{sg.severity}] {sg.detail}")
-        out.append("")
+        out.extend(_section("Checks", [_check_row(c) for c in rep.checks],
+                            "none: the log lacks the figures a check needs"))
+        out.extend(_section("Suggestions", [f"  [{sg.severity}] {sg.detail}" for sg in rep.suggestions],
+                            "nothing to act on"))
         if rep.a_priori is not None:
             out.extend(_render_a_priori(rep.a_priori))
         for w in rep.what_if:
             out.extend(_render_what_if(w))
     return "\n".join(out).rstrip() + "\n"
+
+
+def _section(title: str, rows: list[str], empty: str) -> list[str]:
+    """A titled block of the text report: its rows, or ``(empty)`` when it has none, then a blank line."""
+    return [f"{title}:", *(rows or [f"  ({empty})"]), ""]
+
+
+def _check_row(c: Check) -> str:
+    where = f" (rank {c.rank})" if c.rank is not None else ""
+    return f"  [{'ok' if c.ok else '!!'}] {c.name}{where}: {c.detail}"
 
 
 def _cell(figure: str, value: Any) -> str:
