@@ -23,7 +23,8 @@ __all__ = ["Ernie45Moe"]
 
 @register
 class Ernie45Moe(MoEDecoder):
-    """ERNIE-4.5-21B-A3B / 300B-A47B text models."""
+    """ERNIE-4.5-21B-A3B / 300B-A47B text models (vllm/model_executor/models/ernie45_moe.py::
+    Ernie4_5_MoeForCausalLM, 0.33.0); see the module."""
 
     architectures = ("Ernie4_5_MoeForCausalLM",)
     router_dtype = "float32"

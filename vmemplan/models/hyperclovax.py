@@ -19,8 +19,7 @@ __all__ = ["HyperCLOVAX"]
 
 @register
 class HyperCLOVAX(SandwichNormLlama):
-    """HyperCLOVAXForCausalLM: two RMSNorms per layer, four with ``use_post_norm``
-    (HyperCLOVAXDecoderLayer.__init__ adds post_norm1/post_norm2)."""
-
     architectures = ("HyperCLOVAXForCausalLM",)
+    #: two RMSNorms per layer, four with ``use_post_norm`` (HyperCLOVAXDecoderLayer.__init__
+    #: adds post_norm1/post_norm2)
     sandwich_key = "use_post_norm"

@@ -20,8 +20,7 @@ __all__ = ["PanguEmbedded"]
 
 @register
 class PanguEmbedded(SandwichNormLlama):
-    """PanguEmbeddedForCausalLM: two RMSNorms per layer, four with ``sandwich_norm``
-    (OpenPanguDecoderLayer.__init__ adds pre/post_mlp_layernorm)."""
-
     architectures = ("PanguEmbeddedForCausalLM",)
+    #: two RMSNorms per layer, four with ``sandwich_norm`` (OpenPanguDecoderLayer.__init__ adds
+    #: pre/post_mlp_layernorm)
     sandwich_key = "sandwich_norm"
