@@ -186,6 +186,43 @@ def _as_int(value: Any, key: str, *, minimum: int = 1) -> int:
     return int(value)
 
 
+def _head_dim(text: Mapping[str, Any], hidden: int, heads: int) -> int:
+    """``head_dim`` (or ``hidden_size_per_head``), else ``hidden_size // num_attention_heads``."""
+    hd_raw = _first(text, "head_dim")
+    if hd_raw is None:
+        hd_raw = _first(text, "hidden_size_per_head")
+    if hd_raw is not None:
+        return _as_int(hd_raw, "head_dim")
+    if hidden % heads:
+        raise ModelConfigError(
+            f"config.json: hidden_size {hidden} is not a multiple of num_attention_heads {heads} and head_dim is absent",
+            hint="add head_dim to config.json, or check hidden_size and num_attention_heads"
+        )
+    return hidden // heads
+
+
+def _intermediate_size(text: Mapping[str, Any], hidden: int) -> int:
+    """The MLP width: the largest of per-layer sizes (Gemma-3n), else ``4 x hidden`` when absent."""
+    inter_raw = _first(text, "intermediate_size", "ffn_hidden_size", "n_inner")
+    if isinstance(inter_raw, list) and inter_raw:
+        return max(_as_int(v, "intermediate_size", minimum=0) for v in inter_raw)
+    return 4 * hidden if inter_raw is None else _as_int(inter_raw, "intermediate_size", minimum=0)
+
+
+def _max_position_embeddings(text: Mapping[str, Any], raw: Mapping[str, Any]) -> int:
+    max_pos_raw = _first(text, "max_position_embeddings", "n_positions", "max_sequence_length", "seq_length")
+    if max_pos_raw is None:
+        max_pos_raw = _first(raw, "max_position_embeddings")
+    return 2048 if max_pos_raw is None else _as_int(max_pos_raw, "max_position_embeddings")
+
+
+def _torch_dtype(text: Mapping[str, Any], raw: Mapping[str, Any]) -> str:
+    dtype = _first(text, "torch_dtype", "dtype") or _first(raw, "torch_dtype", "dtype") or "float32"
+    if not isinstance(dtype, str):
+        raise ModelConfigError(f"config.json: torch_dtype must be a string, got {dtype!r}"[:200], hint="use a dtype name such as \"bfloat16\"")
+    return dtype.removeprefix("torch.")
+
+
 @dataclass(frozen=True)
 class ModelConfig:
     """The language model's dimensions, resolved as vLLM resolves them.
@@ -261,55 +298,22 @@ class ModelConfig:
             "num_attention_groups",
         )
         kv_heads = heads if kv_raw is None else _as_int(kv_raw, "num_key_value_heads")
-        hd_raw = _first(text, "head_dim")
-        if hd_raw is None:
-            hd_raw = _first(text, "hidden_size_per_head")
-        if hd_raw is None:
-            if hidden % heads:
-                raise ModelConfigError(
-                    f"config.json: hidden_size {hidden} is not a multiple of num_attention_heads {heads} and head_dim is absent",
-                    hint="add head_dim to config.json, or check hidden_size and num_attention_heads"
-                )
-            head_dim = hidden // heads
-        else:
-            head_dim = _as_int(hd_raw, "head_dim")
-        inter_raw = _first(text, "intermediate_size", "ffn_hidden_size", "n_inner")
-        if isinstance(inter_raw, list) and inter_raw:  # per-layer sizes (Gemma-3n): the largest
-            intermediate = max(_as_int(v, "intermediate_size", minimum=0) for v in inter_raw)
-        else:
-            intermediate = 4 * hidden if inter_raw is None else _as_int(inter_raw, "intermediate_size", minimum=0)
+        head_dim = _head_dim(text, hidden, heads)
+        intermediate = _intermediate_size(text, hidden)
         vocab = need("vocab_size", "padded_vocab_size")
-        max_pos_raw = _first(text, "max_position_embeddings", "n_positions", "max_sequence_length", "seq_length")
-        if max_pos_raw is None:
-            max_pos_raw = _first(raw, "max_position_embeddings")
-        max_pos = 2048 if max_pos_raw is None else _as_int(max_pos_raw, "max_position_embeddings")
+        max_pos = _max_position_embeddings(text, raw)
         tie = text.get("tie_word_embeddings", raw.get("tie_word_embeddings", False))
-        dtype = _first(text, "torch_dtype", "dtype") or _first(raw, "torch_dtype", "dtype") or "float32"
-        if not isinstance(dtype, str):
-            raise ModelConfigError(f"config.json: torch_dtype must be a string, got {dtype!r}"[:200], hint="use a dtype name such as \"bfloat16\"")
-        dtype = dtype.removeprefix("torch.")
+        dtype = _torch_dtype(text, raw)
         qc = raw.get("quantization_config") or text.get("quantization_config")
         if qc is not None and not isinstance(qc, Mapping):
             raise ModelConfigError("config.json: quantization_config must be an object",
                                    hint="quantization_config holds an object with quant_method and its settings")
         validate_quantization(qc, "config.json quantization_config")
-        return cls(
-            raw=raw,
-            text=text,
-            architecture=architecture,
-            model_type=model_type,
-            hidden_size=hidden,
-            num_hidden_layers=layers,
-            num_attention_heads=heads,
-            num_key_value_heads=kv_heads,
-            head_dim=head_dim,
-            intermediate_size=intermediate,
-            vocab_size=vocab,
-            max_position_embeddings=max_pos,
-            tie_word_embeddings=bool(tie),
-            torch_dtype=dtype,
-            quantization_config=qc,
-        )
+        return cls(raw=raw, text=text, architecture=architecture, model_type=model_type,
+                   hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads,
+                   num_key_value_heads=kv_heads, head_dim=head_dim, intermediate_size=intermediate,
+                   vocab_size=vocab, max_position_embeddings=max_pos, tie_word_embeddings=bool(tie),
+                   torch_dtype=dtype, quantization_config=qc)
 
     def rope_scaling(self) -> Mapping[str, Any] | None:
         rs = self.text.get("rope_scaling") or self.text.get("rope_parameters")
