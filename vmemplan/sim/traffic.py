@@ -70,6 +70,12 @@ def _clip(value: float, lo: int, hi: int | None) -> int:
     return n
 
 
+
+def _with_cap(text: str, cap: int | None) -> str:
+    """A distribution's spec text, ``:CAP`` appended when it has a cap."""
+    return f"{text}:{cap}" if cap is not None else text
+
+
 @dataclass(frozen=True)
 class Constant:
     """Every request gets ``tokens``."""
@@ -127,8 +133,7 @@ class Normal:
         return max(1, int(math.ceil(self.mean_tokens + 6 * self.std_tokens)))
 
     def __str__(self) -> str:
-        tail = f":{self.cap_tokens}" if self.cap_tokens is not None else ""
-        return f"normal:{self.mean_tokens:g}:{self.std_tokens:g}{tail}"
+        return _with_cap(f"normal:{self.mean_tokens:g}:{self.std_tokens:g}", self.cap_tokens)
 
 
 @dataclass(frozen=True)
@@ -151,8 +156,7 @@ class LogNormal:
         return self.cap_tokens
 
     def __str__(self) -> str:
-        tail = f":{self.cap_tokens}" if self.cap_tokens is not None else ""
-        return f"lognormal:{self.mean_tokens:g}:{self.sigma:g}{tail}"
+        return _with_cap(f"lognormal:{self.mean_tokens:g}:{self.sigma:g}", self.cap_tokens)
 
 
 @dataclass(frozen=True)
@@ -170,8 +174,7 @@ class Exponential:
         return self.cap_tokens
 
     def __str__(self) -> str:
-        tail = f":{self.cap_tokens}" if self.cap_tokens is not None else ""
-        return f"exponential:{self.mean_tokens:g}{tail}"
+        return _with_cap(f"exponential:{self.mean_tokens:g}", self.cap_tokens)
 
 
 Dist = Union[Constant, Uniform, Normal, LogNormal, Exponential]
