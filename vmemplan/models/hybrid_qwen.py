@@ -133,6 +133,42 @@ class _GatedDeltaHybrid(RecurrentHybrid):
         q = (ctx.quantization or (self.config.quantization_config or {}).get("quant_method") or "").lower()
         return q in ("awq", "gptq", "inc", "auto-round", "awq_marlin", "gptq_marlin")
 
+    def gated_delta_tensors(self, ctx: GraphContext, count: int, *, ba_replicated: bool = False) -> list[WeightTensor]:
+        """The gated-delta-net mixer of ``count`` layers: fused in_proj_qkvz and in_proj_ba, the
+        conv1d (a ColumnParallelLinear built without a quant config), dt_bias, fp32 A_log, the
+        gated norm and out_proj (vllm/model_executor/models/qwen3_next.py::Qwen3NextGatedDeltaNet,
+        0.33.0)."""
+        tp, h = ctx.tensor_parallel_size, self.config.hidden_size
+        lin, vec = self.linear, self.vector
+        nk, nv = self._need("linear_num_key_heads"), self._need("linear_num_value_heads")
+        hk, hv = self._need("linear_key_head_dim"), self._need("linear_value_head_dim")
+        kernel = self._need("linear_conv_kernel_dim")
+        key_dim, value_dim = nk * hk, nv * hv
+        return [
+            lin("linear_attn.in_proj_qkvz", (2 * key_dim + 2 * value_dim) // tp, h, count, in_full=h),
+            lin("linear_attn.in_proj_ba", 2 * nv if ba_replicated else 2 * nv // tp, h, count, in_full=h),
+            lin("linear_attn.conv1d", (2 * key_dim + value_dim) // tp, kernel, count, quantizable=False),
+            vec("linear_attn.dt_bias", nv // tp, count, kind="bias"),
+            vec("linear_attn.A_log", nv // tp, count, kind="bias", dtype="float32"),
+            vec("linear_attn.norm", hv, count),
+            lin("linear_attn.out_proj", h, value_dim // tp, count, in_full=value_dim),
+        ]
+
+    def sparse_moe_tensors(self, ctx: GraphContext, count: int) -> list[WeightTensor]:
+        """The sparse-MoE block of ``count`` layers: router, shared-expert gate, fused experts and
+        the shared expert's MLP (qwen3_next.py::Qwen3NextSparseMoeBlock, 0.33.0)."""
+        tp, h = ctx.tensor_parallel_size, self.config.hidden_size
+        e, inter = self._get("num_experts"), self._get("moe_intermediate_size")
+        out = [
+            WeightTensor("mlp.gate", "router", e, h, count),
+            WeightTensor("mlp.shared_expert_gate", "router", 1, h, count),
+            *fused_expert_tensors("mlp.experts", num_experts=e, inter=inter, hidden=h, count=count, ctx=ctx),
+        ]
+        shared = self._get("shared_expert_intermediate_size", 0) or 0
+        if shared:
+            out += mlp_tensors("mlp.shared_expert", tp=tp, hidden=h, inter=shared, count=count)
+        return out
+
     def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
         cfg = self.config
         span = self.rank_span(ctx)
@@ -142,7 +178,7 @@ class _GatedDeltaHybrid(RecurrentHybrid):
         n_attn, n_gdn = kinds["attention"], kinds["mamba"]
         n_moe = sum(1 for i in range(span.start, span.end) if self.is_moe_layer(i))
         n_mlp = span.layers - n_moe
-        lin, vec = self.linear, self.vector
+        vec = self.vector
         out = embedding_tensors(span)
         if n_attn:
             out += gqa_attention_tensors("self_attn", tp=tp, hidden=h, heads=cfg.num_attention_heads,
@@ -151,31 +187,9 @@ class _GatedDeltaHybrid(RecurrentHybrid):
                                          norms=(vec("self_attn.q_norm+k_norm", hd, 2 * n_attn),),
                                          qkv_bias=bool(self._get("qkv_bias", False)))
         if n_gdn:
-            nk, nv = self._need("linear_num_key_heads"), self._need("linear_num_value_heads")
-            hk, hv = self._need("linear_key_head_dim"), self._need("linear_value_head_dim")
-            kernel = self._need("linear_conv_kernel_dim")
-            key_dim, value_dim = nk * hk, nv * hv
-            ba_rows = 2 * nv if self.ba_replicated(ctx) else 2 * nv // tp
-            out += [
-                lin("linear_attn.in_proj_qkvz", (2 * key_dim + 2 * value_dim) // tp, h, n_gdn, in_full=h),
-                lin("linear_attn.in_proj_ba", ba_rows, h, n_gdn, in_full=h),
-                # conv1d is a ColumnParallelLinear built without a quant config
-                lin("linear_attn.conv1d", (2 * key_dim + value_dim) // tp, kernel, n_gdn, quantizable=False),
-                vec("linear_attn.dt_bias", nv // tp, n_gdn, kind="bias"),
-                vec("linear_attn.A_log", nv // tp, n_gdn, kind="bias", dtype="float32"),
-                vec("linear_attn.norm", hv, n_gdn),
-                lin("linear_attn.out_proj", h, value_dim // tp, n_gdn, in_full=value_dim),
-            ]
+            out += self.gated_delta_tensors(ctx, n_gdn, ba_replicated=self.ba_replicated(ctx))
         if n_moe:
-            e, inter = self._get("num_experts"), self._get("moe_intermediate_size")
-            out += [
-                WeightTensor("mlp.gate", "router", e, h, n_moe),
-                WeightTensor("mlp.shared_expert_gate", "router", 1, h, n_moe),
-                *fused_expert_tensors("mlp.experts", num_experts=e, inter=inter, hidden=h, count=n_moe, ctx=ctx),
-            ]
-            shared = self._get("shared_expert_intermediate_size", 0) or 0
-            if shared:
-                out += mlp_tensors("mlp.shared_expert", tp=tp, hidden=h, inter=shared, count=n_moe)
+            out += self.sparse_moe_tensors(ctx, n_moe)
         if n_mlp:
             out += mlp_tensors("mlp", tp=tp, hidden=h, inter=cfg.intermediate_size, count=n_mlp)
         if span.layers:

@@ -16,7 +16,7 @@ from vmemplan.core.units import dtype_bytes, round_up
 from vmemplan.models.base import register
 from vmemplan.models.hybrid import LayerKind
 from vmemplan.models.hybrid_qwen import Qwen3Next, gdn_layer_types
-from vmemplan.models.mixer_blocks import embedding_tensors, fused_expert_tensors, mlp_tensors
+from vmemplan.models.mixer_blocks import embedding_tensors
 
 __all__ = ["Qwen4Exp"]
 
@@ -128,29 +128,9 @@ class Qwen4Exp(Qwen3Next):
             rotary_dim = int(hd * self._partial_rotary())
             out.append(WeightTensor("rotary_emb.cos_sin_cache", "buffer", cfg.max_position_embeddings, rotary_dim))
         if n_gdn:
-            nk, nv = self._need("linear_num_key_heads"), self._need("linear_num_value_heads")
-            hk, hv = self._need("linear_key_head_dim"), self._need("linear_value_head_dim")
-            kernel = self._need("linear_conv_kernel_dim")
-            key_dim, value_dim = nk * hk, nv * hv
-            out += [
-                lin("linear_attn.in_proj_qkvz", (2 * key_dim + 2 * value_dim) // tp, h, n_gdn, in_full=h),
-                lin("linear_attn.in_proj_ba", 2 * nv // tp, h, n_gdn, in_full=h),
-                lin("linear_attn.conv1d", (2 * key_dim + value_dim) // tp, kernel, n_gdn, quantizable=False),
-                vec("linear_attn.dt_bias", nv // tp, n_gdn, kind="bias"),
-                vec("linear_attn.A_log", nv // tp, n_gdn, kind="bias", dtype="float32"),
-                vec("linear_attn.norm", hv, n_gdn),
-                lin("linear_attn.out_proj", h, value_dim // tp, n_gdn, in_full=value_dim),
-            ]
+            out += self.gated_delta_tensors(ctx, n_gdn)
         if n:
-            e, inter = self._get("num_experts"), self._get("moe_intermediate_size")
-            out += [
-                WeightTensor("mlp.gate", "router", e, h, n),
-                WeightTensor("mlp.shared_expert_gate", "router", 1, h, n),
-                *fused_expert_tensors("mlp.experts", num_experts=e, inter=inter, hidden=h, count=n, ctx=ctx),
-            ]
-            shared = self._get("shared_expert_intermediate_size", 0) or 0
-            if shared:
-                out += mlp_tensors("mlp.shared_expert", tp=tp, hidden=h, inter=shared, count=n)
+            out += self.sparse_moe_tensors(ctx, n)
             down_rows = round_up(lowrank + hc, 16)
             out += [  # attn_ and mlp_hyper_connection: bf16, replicated
                 WeightTensor("hyper_connection.input_mix_weight_down_block_inject", "linear", down_rows, wide,
