@@ -39,7 +39,8 @@ from typing import Any
 
 from vmemplan.core.errors import UnsupportedArchitecture, UsageError
 from vmemplan.core.graph import GraphContext, WeightTensor, attention_scales
-from vmemplan.models.base import Adapter, pad_vocab, register
+from vmemplan.models.base import pad_vocab, register
+from vmemplan.models.dense_blocks import EncoderOnly
 
 __all__ = ["BertWithRope"]
 
@@ -49,11 +50,13 @@ _PLAIN_TABLE_ROPE = ("default", "ntk", "dynamic")
 
 
 @register
-class BertWithRope(Adapter):
+class BertWithRope(EncoderOnly):
     """``GteModel`` / ``GteNewModel`` / ``NomicBertModel`` (bert_with_rope.py::BertWithRope, 0.33.0)."""
 
     architectures = ("GteModel", "GteNewModel", "NomicBertModel")
     default_runner = "pooling"
+    reads_max_model_len = True  # Nomic's rotary table has max_model_len rows
+    pp_refusal = "BERT-style models do not support pipeline parallelism in vLLM"
 
     # -- config as vLLM rewrites it (model_executor/models/config.py) -----------------
     def _nomic(self) -> bool:
@@ -103,9 +106,6 @@ class BertWithRope(Adapter):
             if isinstance(v, int) and not isinstance(v, bool):
                 lengths.append(v)
         return min(lengths)
-
-    def prefix_caching_supported(self) -> bool:
-        return False
 
     def validate_parallel(self, ctx: GraphContext) -> None:
         """bert_with_rope.py::BertWithRopeAttention asserts ``total_num_heads % tp_size == 0``."""
@@ -188,10 +188,3 @@ class BertWithRope(Adapter):
                 WeightTensor("mlp.bias", "bias", h, 1, m),
             ]
         return out
-
-    def kv_cache_specs(self, ctx: GraphContext) -> dict[str, Any]:
-        return {}  # EncoderOnlyAttention.get_kv_cache_spec -> None for every layer
-
-    def notes(self) -> tuple[str, ...]:
-        return ("encoder-only embedding model (vLLM --runner pooling): bidirectional EncoderOnlyAttention, "
-                "no KV cache; vLLM allocates only the null block",)
