@@ -31,11 +31,12 @@ from __future__ import annotations
 
 import importlib.abc
 import importlib.machinery
-import importlib.util
 import json
 import os
 import sys
 import types
+
+from _shim import load_oracle, run_oracle  # bench/oracle/_shim.py (this script's folder)
 
 NOTE = ("shim bench/oracle/shims_deepseek_vl2.py: cached_tokenizer_from_config in deepseek_vl2 / deepseek_ocr "
         "returns a stand-in whose vocab maps '<image>' to vocab_size - 1 (the oracle has no tokenizer; the id "
@@ -84,10 +85,7 @@ def main() -> int:
     timm_path = os.environ.get("ORACLE_TIMM_PATH")
     if timm_path:
         sys.path.insert(0, timm_path)
-    spec = importlib.util.spec_from_file_location("vllm_oracle", oracle_path)
-    oracle = importlib.util.module_from_spec(spec)
-    sys.modules["vllm_oracle"] = oracle
-    spec.loader.exec_module(oracle)
+    oracle = load_oracle(oracle_path)
     sys.meta_path.insert(0, _Patcher(_image_token_id(config_path)))
     try:  # the version only: importing timm (and torchvision) before the oracle's emulation would fail
         from importlib.metadata import PackageNotFoundError, distribution
@@ -96,8 +94,7 @@ def main() -> int:
     except PackageNotFoundError:
         version = "(absent)"
     oracle.ASSUMPTIONS.append(NOTE.format(timm=version))
-    sys.argv = [oracle_path] + sys.argv[2:]
-    return oracle.main()
+    return run_oracle(oracle, oracle_path)
 
 
 if __name__ == "__main__":

@@ -35,9 +35,10 @@ The stand-in is recorded in the fixture's ``assumptions``.
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 import types
+
+from _shim import load_oracle, run_oracle  # bench/oracle/_shim.py (this script's folder)
 
 NOTE = ("shim bench/oracle/shims_flint.py: vllm.v1.attention.backends.flashinfer replaced by a "
         "stand-in module (FlashInferImpl passes isinstance for any impl; the flashinfer kernel "
@@ -72,14 +73,10 @@ def install() -> None:
 
 def main() -> int:
     oracle_path = sys.argv[1]
-    spec = importlib.util.spec_from_file_location("vllm_oracle", oracle_path)
-    oracle = importlib.util.module_from_spec(spec)
-    sys.modules["vllm_oracle"] = oracle
-    spec.loader.exec_module(oracle)
+    oracle = load_oracle(oracle_path)
     install()
     oracle.ASSUMPTIONS.append(NOTE)
-    sys.argv = [oracle_path] + sys.argv[2:]
-    return oracle.main()
+    return run_oracle(oracle, oracle_path)
 
 
 if __name__ == "__main__":

@@ -34,8 +34,9 @@ by vLLM's own code.  Both steps are recorded in the fixture's ``assumptions``.
 
 from __future__ import annotations
 
-import importlib.util
 import sys
+
+from _shim import load_oracle, run_oracle  # bench/oracle/_shim.py (this script's folder)
 
 NOTE_HOST = ("shim bench/oracle/shims_qwen4_exp.py: Qwen4ExpPLEPinnedHostEmbedding's n-gram table "
              "(EngramConfig's default cpu_offload: pinned host memory, looked up through a UVA view) "
@@ -62,10 +63,7 @@ def _host_table() -> None:
 
 def main() -> int:
     oracle_path = sys.argv[1]
-    spec = importlib.util.spec_from_file_location("vllm_oracle", oracle_path)
-    oracle = importlib.util.module_from_spec(spec)
-    sys.modules["vllm_oracle"] = oracle
-    spec.loader.exec_module(oracle)
+    oracle = load_oracle(oracle_path)
     original = oracle.install_fake_groups
 
     def install_fake_groups(vllm_config):
@@ -82,8 +80,7 @@ def main() -> int:
         oracle.ASSUMPTIONS.append(NOTE_HOST)
 
     oracle.install_fake_groups = install_fake_groups
-    sys.argv = [oracle_path] + sys.argv[2:]
-    return oracle.main()
+    return run_oracle(oracle, oracle_path)
 
 
 if __name__ == "__main__":
