@@ -130,7 +130,7 @@ def pool_context(req: ResolvedRequest) -> PoolContext:
         hybrid_group_threshold=kv.hybrid_group_threshold,
         tokens_formula=kv.tokens_formula,
         pipeline_parallel_size=req.pipeline_parallel_size,
-        kv_cache_layout=req.adapter.kv_cache_layout(ctx0),  # type: ignore[arg-type]  # a KvCacheLayout
+        kv_cache_layout=req.adapter.kv_cache_layout(ctx0),
         num_speculative_tokens=_num_speculative_tokens(req),
         decode_context_parallel_size=req.inputs.decode_context_parallel_size or 1,
         reserve_null_block=bool(kv.null_block),

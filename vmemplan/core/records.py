@@ -74,7 +74,9 @@ def describe_errors(exc: Any) -> list[tuple[str, str]]:
 
 
 def set_fields(record: Any) -> list[str]:
-    """The fields of ``record`` that hold something other than their default (what a file set)."""
+    """The fields of ``record`` that hold something other than their default: what a file set.
+    (A field a file sets to exactly its default counts as not set: such a value is the rule's
+    absence, so it needs no source.)"""
     out = []
     for f in dataclasses.fields(record):
         value = getattr(record, f.name)

@@ -24,6 +24,7 @@ from vmemplan.core.errors import ModelConfigError, UnsupportedArchitecture, Usag
 from vmemplan.core.graph import GraphContext, WeightTensor
 
 if TYPE_CHECKING:
+    from vmemplan.laws.kv_groups import LayoutChoice
     from vmemplan.model_config import ModelConfig
 
 __all__ = [
@@ -239,7 +240,7 @@ class Adapter:
         with a provenance string.  Default: none."""
         return 0, ""
 
-    def kv_cache_layout(self, ctx: GraphContext) -> str:
+    def kv_cache_layout(self, ctx: GraphContext) -> LayoutChoice:
         """The KV cache layout vLLM resolves for this model's backends, as
         ``PoolContext.kv_cache_layout`` spells it: "auto" (let the pool law decide),
         "layer_outermost" or "block_outermost".  Mirrors

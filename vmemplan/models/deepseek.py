@@ -15,6 +15,11 @@ block size and the cache dtype follow the MLA attention backend vLLM selects for
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from vmemplan.laws.kv_groups import LayoutChoice
+
 from dataclasses import dataclass
 from typing import Any, overload
 
@@ -463,7 +468,7 @@ class DeepseekMLA(Adapter):
                 specs[f"model.layers.{base + j}.self_attn.attn"] = spec
         return specs
 
-    def kv_cache_layout(self, ctx: GraphContext) -> str:
+    def kv_cache_layout(self, ctx: GraphContext) -> LayoutChoice:
         return "auto"
 
     def notes(self) -> tuple[str, ...]:
@@ -584,7 +589,7 @@ class DeepseekV32(DeepseekMLA):
                 specs[f"model.layers.{i}.self_attn.indexer.k_cache"] = index
         return specs
 
-    def kv_cache_layout(self, ctx: GraphContext) -> str:
+    def kv_cache_layout(self, ctx: GraphContext) -> LayoutChoice:
         """Neither FLASH_ATTN_MLA_SPARSE / FLASHMLA_SPARSE nor the V3.2 indexer declare a
         layout, so vLLM takes its default LBNHC (layer outermost), block compact as mixed
         pages need (vllm/v1/attention/backends/utils.py::resolve_kv_cache_layout, 0.33.0)."""

@@ -23,6 +23,11 @@ with ``nvfp4_ds_mla`` (the mega-attention default) 288-byte compressed records.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from vmemplan.laws.kv_groups import LayoutChoice
+
 import dataclasses
 import math
 from typing import Any
@@ -212,7 +217,7 @@ class DeepseekV4(Adapter):
             )
         return user_block_size
 
-    def kv_cache_layout(self, ctx: GraphContext) -> str:
+    def kv_cache_layout(self, ctx: GraphContext) -> LayoutChoice:
         """The DeepSeek-V4 indexer backend declares only BLHNC / BLNHC (block outermost):
         vllm/v1/attention/backends/mla/indexer.py::DeepseekV4IndexerBackend (0.33.0)."""
         return "block_outermost"
