@@ -33,8 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping
 
-from vmemplan import pipeline
-from vmemplan.core.errors import UsageError, VmemplanError
+from vmemplan.core.errors import VmemplanError
 from vmemplan.explain.baseline import (
     WHAT_IF_FLAGS,
     Baseline,
@@ -47,6 +46,14 @@ from vmemplan.explain.baseline import (
     version_from_format,
 )
 from vmemplan.explain.parse import GIB, Figures, Startup
+from vmemplan.explain.whatif_steps import (
+    Setting,
+    Steps,
+    model_check_inputs,
+    model_free_cuda_graph,
+    model_free_non_torch,
+    setting_of,
+)
 
 if TYPE_CHECKING:
     from vmemplan.explain.model_link import ModelLink
@@ -63,179 +70,6 @@ __all__ = [
     "what_if",
     "model_check_inputs",
 ]
-
-
-# --------------------------------------------------------------------------------------------
-# Laws, applied to one setting
-# --------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Setting:
-    version: str
-    rules: RulesPack
-    util: float
-    tp: int
-    pp: int
-    kv_cache_dtype: str
-    block_size: int
-    max_model_len: int | None
-    mnbt: int
-    seqs: int
-    eager: bool
-    dtype: str
-
-    @property
-    def engine(self) -> str:
-        return self.rules.engine
-
-    @property
-    def profile_tokens(self) -> int:
-        if self.rules.budget.profile_tokens == "max_model_len" and self.max_model_len:
-            return max(self.max_model_len, self.mnbt)
-        return self.mnbt
-
-    @property
-    def subtracts_cuda_graph(self) -> bool:
-        return pipeline.cuda_graph_subtracted(self.rules, "NONE" if self.eager else self.rules.cuda_graphs.default_mode)
-
-
-class _Steps:
-    """The pipeline's steps for one setting of a linked model (what ``size`` computes for the same
-    flags), built lazily and once: every law a what-if moves comes from here."""
-
-    def __init__(self, link: ModelLink, s: _Setting, registry: Registry, gpu: Gpu | None) -> None:
-        self.link, self.s, self.registry, self.gpu = link, s, registry, gpu
-        self._req: Any = None
-        self._graph: Any = None
-        self._over: Any = None
-
-    @property
-    def req(self) -> Any:
-        if self._req is None:
-            self._req = _request(self.link, self.s, self.registry, self.gpu)
-        return self._req
-
-    @property
-    def graph(self) -> Any:
-        if self._graph is None:
-            self._graph = pipeline.model_graph(self.req)
-        return self._graph
-
-    @property
-    def over(self) -> Any:
-        if self._over is None:
-            self._over = pipeline.overheads(self.req, self.graph)
-        return self._over
-
-    def weights(self) -> int:
-        return int(self.graph.weights_bytes)
-
-    def activation(self) -> int:
-        return int(self.over.activation_peak_bytes)
-
-    def non_torch(self) -> int:
-        return int(self.over.non_torch_bytes)
-
-    def cuda_graph(self) -> int:
-        return int(self.over.cuda_graph_bytes)
-
-    def pool(self, available: int) -> Any:
-        req = pipeline.with_budget_flags(self.req, kv_cache_memory_bytes=max(int(available), 0))
-        return pipeline.tail(req, self.graph, self.over).pool
-
-
-def _request(link: ModelLink, s: _Setting, registry: Registry, gpu: Gpu | None) -> Any:
-    """The resolved request ``size`` would build for this setting (so the same refusals apply)."""
-    from pydantic import ValidationError
-
-    from vmemplan.resolve import PlanInputs, resolve_with
-
-    g = gpu.id if gpu is not None else _FALLBACK_GPU
-    try:
-        inputs = PlanInputs(model=link.model_id, gpu=g, gpu_memory_utilization=s.util, max_model_len=s.max_model_len,
-                            max_num_seqs=s.seqs, max_num_batched_tokens=s.mnbt, block_size=s.block_size,
-                            kv_cache_dtype=s.kv_cache_dtype, dtype=s.dtype, tensor_parallel_size=s.tp,
-                            pipeline_parallel_size=s.pp, enforce_eager=s.eager, vllm_version=s.version)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        raise UsageError(f"--what-if {'-'.join(str(p) for p in first['loc']).replace('_', '-')}: {first['msg']}",
-                         hint="vmemplan takes vLLM's flag names and values") from None
-    return resolve_with(inputs, registry=registry, source=link.source)
-
-
-#: the GPU whose backend choices stand in when a log names none (its total is not used: the
-#: what-if prices the budget from the log's own total)
-_FALLBACK_GPU = "h100"
-
-
-def model_check_inputs(startup: Startup, link: ModelLink, base: Baseline, *, registry: Registry,
-                       gpu: Gpu | None = None) -> tuple[int | None, int | None, str, int]:
-    """(bytes per token, weights per rank, note, weights slack) for :func:`vmemplan.explain.explain`'s
-    model checks,
-    at the log's tp / kv_cache_dtype / block size, from the same pipeline steps ``size`` runs (so the
-    check and ``size`` agree to the byte).  Weights are left out (``None``) when the log quantized an
-    unquantized checkpoint online, a packing the config does not describe."""
-    s = _setting_of(base, base.vllm_version or base.rules.min_version)
-    steps = _Steps(link, s, registry, gpu)
-    try:
-        bpt = steps.pool(1 << 40).bytes_per_token
-    except VmemplanError:
-        bpt = None
-    weights: int | None = None
-    note = (f"model checks use the {link.how}, at tp={s.tp}, kv_cache_dtype={s.kv_cache_dtype}, block size"
-            f" {s.block_size}, {s.dtype}")
-    quant = startup.figures.quantization
-    if not link.quantized and quant and quant.lower() not in ("none", "null"):
-        note += f"; the weights check is skipped: the log quantizes the checkpoint online ({quant})"
-    elif link.sibling:
-        note += ("; the weights check is skipped: a sibling's config may hold another rotary cache"
-                 " (max_position_embeddings), which vLLM counts with the weights")
-    else:
-        try:
-            weights = steps.weights()
-        except VmemplanError:
-            weights = None
-    if bpt is None:
-        note += "; no single bytes-per-token figure (sliding-window, linear-attention or mamba layers)"
-    return bpt, weights, note, _scalar_slack(steps) if weights is not None else 0
-
-
-def _scalar_slack(steps: _Steps) -> int:
-    from vmemplan.explain.checks import SCALAR_SLACK_PER_LAYER
-
-    try:
-        return max(len(stage.kv_specs) for stage in steps.graph.stages) * SCALAR_SLACK_PER_LAYER
-    except (VmemplanError, ValueError, AttributeError):
-        return 0
-
-
-def _model_free_non_torch(s: _Setting, cost: Any) -> int:
-    """Non-torch growth when no model is linked: the cost model's era figure at the log's world
-    size (vmemplan/laws/overhead.py::non_torch_bytes), the same law the pipeline applies."""
-    from vmemplan.laws import overhead as oh_law
-
-    return oh_law.non_torch_bytes(world_size=s.tp * s.pp, nccl_inside_budget=s.rules.budget.nccl_inside_budget,
-                                  constants=cost.non_torch_constants(s.version, engine=s.engine))
-
-
-def _model_free_cuda_graph(s: _Setting, cost: Any) -> int:
-    """The CUDA-graph estimate when no model is linked: the mode's flat figure."""
-    from vmemplan.laws import overhead as oh_law
-
-    if s.eager:
-        return 0
-    cg = s.rules.cuda_graphs
-    sizes = cg.capture_sizes(max_num_seqs=s.seqs, max_num_batched_tokens=s.mnbt)
-    return oh_law.cuda_graph_bytes(mode=cg.default_mode, capture_sizes=sizes, max_num_seqs=s.seqs,
-                                   constants=cost.cuda_graph_constants(), tensor_parallel_size=s.tp).total_bytes
-
-
-def _setting_of(base: Baseline, version: str) -> _Setting:
-    return _Setting(version=version, rules=base.rules, util=base.gpu_memory_utilization,
-                    tp=base.tensor_parallel_size, pp=base.pipeline_parallel_size, kv_cache_dtype=base.kv_cache_dtype,
-                    block_size=base.block_size, max_model_len=base.max_model_len, mnbt=base.max_num_batched_tokens,
-                    seqs=base.max_num_seqs, eager=base.enforce_eager, dtype=base.model_dtype)
 
 
 # --------------------------------------------------------------------------------------------
@@ -342,7 +176,7 @@ def what_if(startup: Startup, changes: Mapping[str, str], *, registry: Registry,
                       tuple(dict.fromkeys(estimated)), tuple(steps), base.rules.id, reason)
 
     old_version = base.vllm_version or base.rules.min_version
-    old = _setting_of(base, old_version)
+    old = setting_of(base, old_version)
     # the pipeline's steps at the old and the new settings (only with a linked model)
     new_rules, new_version = base.rules, old_version
     if "vllm_version" in vals:
@@ -364,7 +198,7 @@ def what_if(startup: Startup, changes: Mapping[str, str], *, registry: Registry,
             seqs_new = old.seqs if base.seqs_printed else d_seqs
             if not base.seqs_printed and new_rules.batch_defaults.cap_seqs_by_tokens:
                 seqs_new = min(seqs_new, mnbt_new)
-    new = _Setting(version=new_version, rules=new_rules, util=vals.get("gpu_memory_utilization", old.util),
+    new = Setting(version=new_version, rules=new_rules, util=vals.get("gpu_memory_utilization", old.util),
                    tp=vals.get("tensor_parallel_size", old.tp), pp=old.pp,
                    kv_cache_dtype=vals.get("kv_cache_dtype", old.kv_cache_dtype),
                    block_size=vals.get("block_size", old.block_size), max_model_len=L_new, mnbt=int(mnbt_new),
@@ -372,8 +206,8 @@ def what_if(startup: Startup, changes: Mapping[str, str], *, registry: Registry,
     if base.assumed:
         steps.append("not in the log, assumed: " + "; ".join(base.assumed))
     check_what_if_heads(link, vals.get("tensor_parallel_size"))  # heads known: size's refusal, exit 2
-    p_old = _Steps(link, old, registry, gpu) if link is not None else None
-    p_new = _Steps(link, new, registry, gpu) if link is not None else None
+    p_old = Steps(link, old, registry, gpu) if link is not None else None
+    p_new = Steps(link, new, registry, gpu) if link is not None else None
     if p_old is not None:
         try:
             p_old.req
@@ -486,7 +320,7 @@ def what_if(startup: Startup, changes: Mapping[str, str], *, registry: Registry,
         if p_old is not None and p_new is not None:
             n_old, n_new = p_old.non_torch(), p_new.non_torch()
         else:
-            n_old, n_new = _model_free_non_torch(old, cost), _model_free_non_torch(new, cost)
+            n_old, n_new = model_free_non_torch(old, cost), model_free_non_torch(new, cost)
         if n_new != n_old:
             K_new -= n_new - n_old
             estimated.append("non_torch_bytes")
@@ -501,14 +335,14 @@ def what_if(startup: Startup, changes: Mapping[str, str], *, registry: Registry,
                     g_old = f.cuda_graph_estimate_bytes
                     measured.append("cuda_graph_estimate_bytes")
                 else:
-                    g_old = p_old.cuda_graph() if p_old is not None else _model_free_cuda_graph(old, cost)
+                    g_old = p_old.cuda_graph() if p_old is not None else model_free_cuda_graph(old, cost)
                     estimated.append("cuda_graph_estimate_bytes")
             g_new = 0
             if new.subtracts_cuda_graph:
                 if p_old is not None and p_new is not None:
                     law_old, law_new = p_old.cuda_graph(), p_new.cuda_graph()
                 else:
-                    law_old, law_new = _model_free_cuda_graph(old, cost), _model_free_cuda_graph(new, cost)
+                    law_old, law_new = model_free_cuda_graph(old, cost), model_free_cuda_graph(new, cost)
                 g_new = max(0, g_old + law_new - law_old) if old.subtracts_cuda_graph else law_new
             if g_new != g_old:
                 K_new -= g_new - g_old
@@ -527,9 +361,9 @@ def what_if(startup: Startup, changes: Mapping[str, str], *, registry: Registry,
     return _pool_result(startup, changes, base, old, new, int(K_new), link, steps, measured, estimated, p_old, p_new)
 
 
-def _pool_result(startup: Startup, changes: dict[str, str], base: Baseline, old: _Setting, new: _Setting,
+def _pool_result(startup: Startup, changes: dict[str, str], base: Baseline, old: Setting, new: Setting,
                  K_new: int, link: ModelLink | None, steps: list[str], measured: list[str],
-                 estimated: list[str], p_old: _Steps | None = None, p_new: _Steps | None = None) -> WhatIf:
+                 estimated: list[str], p_old: Steps | None = None, p_new: Steps | None = None) -> WhatIf:
     f = startup.figures
     rules = new.rules
     v0_conc = rules.kv_cache.concurrency_formula == "tokens_div_max_model_len"
