@@ -42,12 +42,14 @@ SHELL_MODULES = (
 #: belongs in cli/; the API module is being rewritten on another branch.
 SHELL_EXCEPTIONS: Mapping[str, frozenset[str]] = {}
 
-#: The line limit for a module ("about 600": the largest today are about 635 lines).
-MAX_LINES = 650
+#: The line limit for a module ("about 600").
+MAX_LINES = 600
 
 #: Modules over MAX_LINES today, with their line counts: each may only shrink, and must be
 #: removed from this list once it is under the limit.  Empty since core/kv_specs.py (835),
-#: rules.py (801), laws/kv_groups.py (685) and models/multimodal.py (668) were split.
+#: rules.py (801), laws/kv_groups.py (685) and models/multimodal.py (668) were split, and
+#: explain/whatif.py (649), models/deepseek_v4.py (632), request/vllm_args.py (605),
+#: sim/scheduler.py (605) and models/deepseek.py (602).
 OVERSIZED: Mapping[str, int] = {}
 
 
