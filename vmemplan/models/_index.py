@@ -46,6 +46,7 @@ ARCHITECTURE_MODULES: dict[str, str] = {
     'Gemma3ForConditionalGeneration': 'gemma3',
     'Gemma3TextModel': 'pooling_decoders',
     'Gemma3nForCausalLM': 'gemma3n',
+    'Gemma3nForConditionalGeneration': 'gemma3n_mm',
     'Gemma4ForCausalLM': 'gemma4',
     'Gemma4ForConditionalGeneration': 'gemma4',
     'GemmaForCausalLM': 'classic',
