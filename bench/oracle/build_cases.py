@@ -36,6 +36,9 @@ MULTIMODAL.update({"zai-org--GLM-4.1V-9B-Thinking.synthetic": (1, 2), "zai-org--
 MULTIMODAL.update({"llava-hf--llava-v1.6-mistral-7b-hf.transcribed": (1, 2)})
 # Phi-3-vision (vmemplan/models/phi3v.py): the phi3_v config is remote code; its oracle copy reads as Phi3Config
 MULTIMODAL.update({"microsoft--Phi-3-vision-128k-instruct.transcribed.oracle-phi3": (1, 2)})
+# Gemma-3n (vmemplan/models/gemma3n_mm.py): the oracle copy without activation sparsity (GeluAndMulSparse
+# calls .item() on the meta device; see SOURCES.md)
+MULTIMODAL.update({"google--gemma-3n-E2B.oracle-nosparsity": (1, 2)})
 # embedding (pooling) architectures checked too: vLLM 0.33.0 lists them in _EMBEDDING_MODELS and picks
 # --runner pooling for them itself (vllm/config/model.py::_get_default_runner_type), so the oracle needs
 # no flag; the TPs to run where the default TP > 1 would not divide the heads (vmemplan/models/pooling_decoders.py)
