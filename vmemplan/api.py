@@ -32,14 +32,7 @@ def resolve_request(*, spinner: bool = False, **flags: Any) -> Any:
                              hint="write bytes, or a size such as 32G (2^30) or 32g (10^9)") from None
     if kv_mem is not None:
         flags["kv_cache_memory_bytes"] = kv_mem
-    from pydantic import ValidationError
-
-    try:
-        inputs = PlanInputs(**{k: v for k, v in flags.items() if v is not None or k in ("model", "gpu")})
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        name = "--" + "-".join(str(p) for p in first["loc"]).replace("_", "-")
-        raise UsageError(f"{name}: {first['msg']}", hint="vmemplan takes vLLM's flag names and values") from None
+    inputs = PlanInputs.from_flags({k: v for k, v in flags.items() if v is not None or k in ("model", "gpu")})
     progress = None
     if spinner:
         from vmemplan.render.progress import spinner as progress

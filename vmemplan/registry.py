@@ -15,8 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from annotated_types import Gt, MinLen
-
+from vmemplan.core import constraints as at
 from vmemplan.core.errors import RegistryInvalid
 from vmemplan.core.records import Record as _Record
 from vmemplan.core.records import validate
@@ -69,7 +68,7 @@ class Gpu(_Record):
     sm_count: int | None = None
     marketing_memory_gb: float
     memory_type: str | None = None
-    total_memory_bytes: Annotated[int, Gt(0)]
+    total_memory_bytes: Annotated[int, at.Gt(0)]
     total_memory_mib: float | None = None
     total_memory_gib: float | None = None
     total_memory_evidence: str
@@ -90,7 +89,7 @@ class Gpu(_Record):
     interconnect: Interconnect | None = None
     vllm_batch_default_tier: BatchTier | None = None
     notes: str | None = None
-    sources: Annotated[tuple[GpuSource, ...], MinLen(1)]
+    sources: Annotated[tuple[GpuSource, ...], at.MinLen(1)]
 
     @property
     def sm_major(self) -> int | None:

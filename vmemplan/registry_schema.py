@@ -14,8 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
-from annotated_types import Ge, Gt, Le, Lt, MinLen
-
+from vmemplan.core import constraints as at
 from vmemplan.core.errors import RegistryInvalid, UsageError
 from vmemplan.core.records import Record as _Record
 from vmemplan.core.records import validate
@@ -69,10 +68,10 @@ def _memo(fn: Any) -> Any:
 class Constant(_Record):
     """One registry number with its provenance."""
 
-    value: Annotated[float, Ge(0)]  # every cost-model constant is a count or a size
-    source: Annotated[str, MinLen(1)]
-    obtained: Annotated[str, MinLen(1)]
-    vllm_version: Annotated[str, MinLen(1)]
+    value: Annotated[float, at.Ge(0)]  # every cost-model constant is a count or a size
+    source: Annotated[str, at.MinLen(1)]
+    obtained: Annotated[str, at.MinLen(1)]
+    vllm_version: Annotated[str, at.MinLen(1)]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -80,9 +79,9 @@ class ConstantTable(_Record):
     """A table of registry numbers (keyed by tp, world size or mode) with its provenance."""
 
     values: dict[Any, float]
-    source: Annotated[str, MinLen(1)]
-    obtained: Annotated[str, MinLen(1)]
-    vllm_version: Annotated[str, MinLen(1)]
+    source: Annotated[str, at.MinLen(1)]
+    obtained: Annotated[str, at.MinLen(1)]
+    vllm_version: Annotated[str, at.MinLen(1)]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -92,7 +91,7 @@ class SamplerReleaseDefault(_Record):
 
     vllm_before: str
     path: str
-    source: Annotated[str, MinLen(1)]
+    source: Annotated[str, at.MinLen(1)]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -123,11 +122,11 @@ class FusedMoeRegistry(_Record):
     """How one release era's fused-MoE call lays out its workspaces (read from vLLM's code)."""
 
     workspace_layout: Literal["fused_experts_impl", "modular"]
-    chunk_tokens: Annotated[int, Ge(0)]  # VLLM_FUSED_MOE_CHUNK_SIZE's default; 0 = no chunking
-    source: Annotated[str, MinLen(1)]
-    obtained: Annotated[str, MinLen(1)]
-    vllm_version: Annotated[str, MinLen(1)]
-    calibrated_by: Annotated[str, MinLen(1)]  # corpus logs that check it, or "none"
+    chunk_tokens: Annotated[int, at.Ge(0)]  # VLLM_FUSED_MOE_CHUNK_SIZE's default; 0 = no chunking
+    source: Annotated[str, at.MinLen(1)]
+    obtained: Annotated[str, at.MinLen(1)]
+    vllm_version: Annotated[str, at.MinLen(1)]
+    calibrated_by: Annotated[str, at.MinLen(1)]  # corpus logs that check it, or "none"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -198,7 +197,7 @@ class CostModel(_Record):
     """The whole cost-model registry, validated."""
 
     schema_version: Literal[1]
-    eras: Annotated[list[Era], MinLen(1)]
+    eras: Annotated[list[Era], at.MinLen(1)]
     pre_budget: PreBudgetRegistry
     cuda_graphs: CudaGraphRegistry
 
@@ -339,12 +338,12 @@ _CONSTANT_NAMES = (
 class SpeedConstants(_Record):
     """The tunable constants of the speed model, each with the text saying where it came from."""
 
-    efficiency_compute: Annotated[float, Gt(0), Le(1)]
-    efficiency_bandwidth: Annotated[float, Gt(0), Le(1)]
-    efficiency_interconnect: Annotated[float, Gt(0), Le(1)]
-    allreduce_latency_s: Annotated[float, Ge(0), Lt(1)]
-    default_interconnect_bytes_per_s: Annotated[float, Gt(0)]
-    allreduce_bytes_per_element: Annotated[int, Ge(1), Le(8)]
+    efficiency_compute: Annotated[float, at.Gt(0), at.Le(1)]
+    efficiency_bandwidth: Annotated[float, at.Gt(0), at.Le(1)]
+    efficiency_interconnect: Annotated[float, at.Gt(0), at.Le(1)]
+    allreduce_latency_s: Annotated[float, at.Ge(0), at.Lt(1)]
+    default_interconnect_bytes_per_s: Annotated[float, at.Gt(0)]
+    allreduce_bytes_per_element: Annotated[int, at.Ge(1), at.Le(8)]
     sources: dict[str, str]
 
     def __post_init__(self) -> None:

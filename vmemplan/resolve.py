@@ -12,14 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from vmemplan.core.errors import UsageError, VmemplanError
 from vmemplan.core.graph import GraphContext
 from vmemplan.laws.quant_config import scheme_for
 from vmemplan.model_config import ModelConfig, config_value_guard
 from vmemplan.models import adapter_for
 from vmemplan.request.flags import parse_limit_mm_per_prompt, parse_speculative_config
+from vmemplan.request.inputs import PlanInputs
 
 if TYPE_CHECKING:
     from vmemplan.models.base import Adapter
@@ -32,100 +31,6 @@ __all__ = ["PlanInputs", "ResolvedRequest", "resolve", "resolve_with"]
 KV_CACHE_DTYPES = ("auto", "bfloat16", "float16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc",
                    "fp8_ds_mla", "fp8_per_token_head", "int8_per_token_head", "nvfp4")
 DTYPES = ("auto", "bfloat16", "float16", "half", "float32", "float")
-
-
-class PlanInputs(BaseModel):
-    """The user's choices, with vLLM's flag names.  None means "not set: use the default"."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    model: str
-    gpu: str | None = None  # None with gpu_total_memory: a GPU known only by its memory
-    gpu_memory_utilization: float | None = None
-    max_model_len: int | None = Field(default=None, ge=1)
-    max_num_seqs: int | None = Field(default=None, ge=1)
-    max_num_batched_tokens: int | None = Field(default=None, ge=1)
-    block_size: int | None = Field(default=None, ge=1)
-    kv_cache_dtype: str | None = None
-    dtype: str | None = None
-    tensor_parallel_size: int | None = Field(default=None, ge=1)
-    pipeline_parallel_size: int | None = Field(default=None, ge=1)
-    enforce_eager: bool | None = None
-    disable_sliding_window: bool | None = None
-    kv_cache_memory_bytes: int | None = Field(default=None, ge=0)
-    revision: str | None = None
-    vllm_version: str | None = None
-    request_tokens: int | None = Field(default=None, ge=1)
-    enable_prefix_caching: bool | None = None
-    # multimodal and speculative decoding (JSON strings as vLLM takes them, or dicts)
-    limit_mm_per_prompt: str | dict[str, Any] | None = None
-    skip_mm_profiling: bool | None = None
-    mm_encoder_tp_mode: str | None = None
-    speculative_config: str | dict[str, Any] | None = None
-    # quantization and parallel layouts
-    quantization: str | None = None
-    data_parallel_size: int | None = Field(default=None, ge=1)
-    enable_expert_parallel: bool | None = None
-    enable_eplb: bool | None = None
-    num_redundant_experts: int | None = Field(default=None, ge=0)
-    decode_context_parallel_size: int | None = Field(default=None, ge=1)
-    # the top-k/top-p sampler the engine runs (FlashInfer when installed and enabled, the torch
-    # sort path, or Triton): it sets the sampler's share of the activation peak
-    sampler: str | None = None
-    # vLLM's --runner: "generate" (the default) or "pooling" for embedding/scoring models
-    runner: str | None = None
-    # any GPU (vmemplan/request/gpu_match.py): its CUDA total, alone or over the registry's, and
-    # the memory other processes hold (vLLM's startup free-memory check)
-    gpu_total_memory: int | str | None = None
-    gpu_memory_in_use: int | str | None = None
-    # LoRA (vmemplan/laws/lora.py): the stacked adapter buffers allocated with the weights
-    enable_lora: bool | None = None
-    max_loras: int | None = Field(default=None, ge=1)
-    max_lora_rank: int | None = Field(default=None, ge=1)
-    lora_dtype: str | None = None
-    fully_sharded_loras: bool | None = None
-    # --cpu-offload-gb (vmemplan/laws/offload.py): decoder-layer weights kept in host memory
-    cpu_offload_gb: float | None = Field(default=None, ge=0)
-    # the prefetch offloader (vmemplan/request/offload.py, laws/offload.py): --offload-backend,
-    # --offload-group-size, --offload-num-in-group, --offload-prefetch-step, --offload-params
-    offload_backend: str | None = None
-    offload_group_size: int | None = Field(default=None, ge=0)
-    offload_num_in_group: int | None = Field(default=None, ge=1)
-    offload_prefetch_step: int | None = Field(default=None, ge=0)
-    offload_params: list[str] | None = None
-    # --hf-overrides: config.json edits, applied as vLLM applies them (vmemplan/request/overrides.py)
-    hf_overrides: str | dict[str, Any] | None = None
-    # vmemplan's --assume-family ARCH: plan an architecture vmemplan has no family for with ARCH's
-    # model graph (flagged: every figure it moves is estimated)
-    assume_family: str | None = None
-    # --num-gpu-blocks-override: the pool gets this many blocks, whatever the budget left
-    # (vllm/v1/core/kv_cache_planning.py::get_kv_cache_configs, may_override_num_blocks, 0.33.0);
-    # vLLM validates nothing (vllm/config/cache.py::CacheConfig: ``int | None``)
-    num_gpu_blocks_override: int | None = None
-    # --async-scheduling / --no-async-scheduling (None = the release's default): how many batches are
-    # in flight (vllm/config/vllm.py::VllmConfig.max_concurrent_batches), which windowed and chunked
-    # layers reserve for at admission (VllmConfig.max_in_flight_tokens, 0.33.0)
-    async_scheduling: bool | None = None
-    # --disable-hybrid-kv-cache-manager (True), --enable-hybrid-kv-cache-manager (False), None = vLLM
-    # decides (vllm/config/vllm.py::VllmConfig.__post_init__, 0.33.0): off, window and chunked
-    # layers are allocated as full attention (kv_cache_planning.py::unify_hybrid_kv_cache_specs)
-    disable_hybrid_kv_cache_manager: bool | None = None
-    # --cudagraph-capture-sizes / --max-cudagraph-capture-size: the batch sizes CUDA graphs are
-    # captured for (vmemplan/laws/cudagraph_sizes.py; vllm/config/vllm.py::VllmConfig._set_cudagraph_sizes)
-    cudagraph_capture_sizes: list[int] | None = None
-    max_cudagraph_capture_size: int | None = None
-    # -O / --optimization-level (0..3) and --compilation-config (a JSON object): the CUDA-graph mode
-    # (vmemplan/request/compilation.py; vllm/config/vllm.py::VllmConfig.__post_init__)
-    optimization_level: int | str | None = None
-    compilation_config: dict[str, Any] | str | None = None
-    # --attention-backend: checked against --block-size (vmemplan/request/attention_backend.py)
-    attention_backend: str | None = None
-    # --mamba-cache-dtype / --mamba-ssm-cache-dtype (None = "auto"): the recurrent-state dtypes of hybrid
-    # models (vllm/config/cache.py::CacheConfig, MambaDType; vmemplan/request/mamba.py); --mamba-block-size:
-    # checked only, it leaves the pool as it is (vllm/config/vllm.py::VllmConfig.validate_mamba_block_size)
-    mamba_cache_dtype: str | None = None
-    mamba_ssm_cache_dtype: str | None = None
-    mamba_block_size: int | None = Field(default=None, ge=1)
 
 
 @dataclass(frozen=True)

@@ -24,8 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from annotated_types import MinLen
-
+from vmemplan.core import constraints as at
 from vmemplan.core.errors import RegistryInvalid, UsageError
 from vmemplan.core.records import Record as _Record
 from vmemplan.core.records import validate
@@ -86,7 +85,7 @@ class RulesPack(_Record):
     max_version: str | None
     engine: Literal["v0", "v1"]
     engine_default: bool = True
-    summary: Annotated[str, MinLen(1)]
+    summary: Annotated[str, at.MinLen(1)]
     defaults: Defaults
     batch_defaults: BatchDefaults
     cuda_graphs: CudaGraphRules

@@ -13,8 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Annotated, Generic, Literal, TypeVar
 
-from annotated_types import Ge, MinLen
-
+from vmemplan.core import constraints as at
 from vmemplan.core.records import Record as _Record
 from vmemplan.core.records import set_fields
 
@@ -26,7 +25,7 @@ class Sourced(_Record, Generic[T]):
     """A rule value plus the vLLM file::function (and release) it was read from."""
 
     value: T
-    source: Annotated[str, MinLen(1)]
+    source: Annotated[str, at.MinLen(1)]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -96,15 +95,15 @@ class BatchTier(_Record):
     exclusions do not match it.
     """
 
-    min_total_bytes: Annotated[int, Ge(0)]
-    max_num_batched_tokens: Annotated[int, Ge(1)]
-    max_num_seqs: Annotated[int, Ge(1)]
+    min_total_bytes: Annotated[int, at.Ge(0)]
+    max_num_batched_tokens: Annotated[int, at.Ge(1)]
+    max_num_seqs: Annotated[int, at.Ge(1)]
     require_name_substrings_any: tuple[str, ...] = ()
     exclude_name_substrings: tuple[str, ...] = ()
     exclude_compute_capabilities: tuple[tuple[int, int], ...] = ()
     # Used only when the caller does not know the compute capability (e.g. GB10).
     exclude_name_substrings_if_capability_unknown: tuple[str, ...] = ()
-    source: Annotated[str, MinLen(1)]
+    source: Annotated[str, at.MinLen(1)]
 
     def matches(
         self,
@@ -149,7 +148,7 @@ class BatchDefaults(_WithSources):
     """
 
     mode: Literal["v0_scheduler", "v1_usage_context"]
-    tiers: Annotated[tuple[BatchTier, ...], MinLen(1)]
+    tiers: Annotated[tuple[BatchTier, ...], at.MinLen(1)]
     chunked_off_rule: Literal["max_with_floor", "max_model_len", "max_with_tier", "ignored"]
     unchunked_floor_tokens: int | None = None
     cap_tokens_by_seqs_times_len: bool
@@ -239,13 +238,13 @@ class CudaGraphRules(_WithSources):
 
     default_mode: Literal["NONE", "PIECEWISE", "FULL_AND_PIECEWISE", "FULL_DECODE_ONLY"]
     size_basis: Literal["max_num_seqs_padded", "max_num_batched_tokens"]
-    max_capture_size_cap: Annotated[int, Ge(1)]
+    max_capture_size_cap: Annotated[int, at.Ge(1)]
     max_capture_size_cap_sm100: int | None = None
     seqs_multiplier: int | None = None
     spec_decode_multiplier: bool
     small_sizes: tuple[int, ...]
-    step_below_256: Annotated[int, Ge(1)]
-    step_above_256: Annotated[int, Ge(1)]
+    step_below_256: Annotated[int, at.Ge(1)]
+    step_above_256: Annotated[int, at.Ge(1)]
     include_max_num_batched_tokens: bool = False
     uniform_decode_sizes: bool = False
     estimate_computed: bool
@@ -380,7 +379,7 @@ class BudgetRules(_WithSources):
     cuda_context_inside_budget: bool
     other_processes_inside_budget: bool
     profile_tokens: Literal["max_num_batched_tokens", "max_model_len"]
-    sampler_runs: Annotated[int, Ge(0)]
+    sampler_runs: Annotated[int, at.Ge(0)]
     suggestion_redundancy_buffer_bytes: int | None = None
     external_weight_memory_excluded: bool = False
     notes: tuple[str, ...] = ()

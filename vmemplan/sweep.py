@@ -350,24 +350,17 @@ class SweepEvaluator:
         self.length_reuses = 0
 
     def _inputs(self, point: Mapping[str, Any]) -> Any:
-        from pydantic import ValidationError
-
         from vmemplan.resolve import PlanInputs
 
         flags = {**self.base, **{k: v for k, v in point.items() if v is not None}}
-        try:
-            return PlanInputs(**flags)
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            loc = "--" + "-".join(str(p) for p in first["loc"]).replace("_", "-")
-            raise UsageError(f"{loc}: {first['msg']}") from None
+        return PlanInputs.from_flags(flags, hint=None)
 
     def _shape(self, inputs: Any) -> _Shape:
         from vmemplan import pipeline
         from vmemplan.resolve import resolve_with
 
         # the flags given (base and point; unset ones are the same defaults for every point)
-        key = tuple(sorted((k, getattr(inputs, k)) for k in inputs.model_fields_set if k not in _BUDGET_FIELDS))
+        key = tuple(sorted((k, getattr(inputs, k)) for k in inputs.given() if k not in _BUDGET_FIELDS))
         try:
             hash(key)
         except TypeError:  # a dict-valued flag (JSON given as a mapping): key by its text
@@ -375,7 +368,7 @@ class SweepEvaluator:
         cached = self._shapes.get(key)
         if cached is None:
             try:
-                shape_inputs = inputs.model_copy(update={"gpu_memory_utilization": None, "kv_cache_memory_bytes": None})
+                shape_inputs = inputs.updated(gpu_memory_utilization=None, kv_cache_memory_bytes=None)
                 req = resolve_with(shape_inputs, registry=self.registry, source=self.source, parsed=self._parsed)
                 self._parsed = (req.config, req.adapter)
                 # another context length of a shape already planned: the graph, overheads and

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from vmemplan import pipeline
-from vmemplan.core.errors import UsageError, VmemplanError
+from vmemplan.core.errors import VmemplanError
 from vmemplan.explain.baseline import Baseline
 from vmemplan.explain.parse import Startup
 
@@ -105,20 +105,14 @@ class Steps:
 
 def _request(link: ModelLink, s: Setting, registry: Registry, gpu: Gpu | None) -> Any:
     """The resolved request ``size`` would build for this setting (so the same refusals apply)."""
-    from pydantic import ValidationError
-
     from vmemplan.resolve import PlanInputs, resolve_with
 
     g = gpu.id if gpu is not None else _FALLBACK_GPU
-    try:
-        inputs = PlanInputs(model=link.model_id, gpu=g, gpu_memory_utilization=s.util, max_model_len=s.max_model_len,
-                            max_num_seqs=s.seqs, max_num_batched_tokens=s.mnbt, block_size=s.block_size,
-                            kv_cache_dtype=s.kv_cache_dtype, dtype=s.dtype, tensor_parallel_size=s.tp,
-                            pipeline_parallel_size=s.pp, enforce_eager=s.eager, vllm_version=s.version)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        raise UsageError(f"--what-if {'-'.join(str(p) for p in first['loc']).replace('_', '-')}: {first['msg']}",
-                         hint="vmemplan takes vLLM's flag names and values") from None
+    inputs = PlanInputs.from_flags(dict(
+        model=link.model_id, gpu=g, gpu_memory_utilization=s.util, max_model_len=s.max_model_len,
+        max_num_seqs=s.seqs, max_num_batched_tokens=s.mnbt, block_size=s.block_size,
+        kv_cache_dtype=s.kv_cache_dtype, dtype=s.dtype, tensor_parallel_size=s.tp,
+        pipeline_parallel_size=s.pp, enforce_eager=s.eager, vllm_version=s.version), prefix="--what-if ")
     return resolve_with(inputs, registry=registry, source=link.source)
 
 

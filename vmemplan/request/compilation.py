@@ -82,7 +82,7 @@ def with_compilation(req: ResolvedRequest) -> ResolvedRequest:
         sized = update or inputs.cudagraph_capture_sizes is not None or inputs.max_cudagraph_capture_size is not None
         warnings.append("cudagraph_mode NONE: vLLM captures no CUDA graphs"
                         + (" and ignores the capture sizes" if sized else ""))
-    new_inputs = inputs.model_copy(update=update) if update else inputs
+    new_inputs = inputs.updated(**update) if update else inputs
     return replace(req, inputs=new_inputs, cudagraph_mode=None if req.enforce_eager else choice.cudagraph_mode,
                    warnings=req.warnings + tuple(w for w in warnings if w not in req.warnings))
 
