@@ -149,6 +149,7 @@ ARCHITECTURE_MODULES: dict[str, str] = {
     'SiglipModel': 'dual_encoders',
     'Step3TextForCausalLM': 'step3_text',
     'Step3p5ForCausalLM': 'step3p5',
+    'Step5ForCausalLM': 'step5',
     'TeleChat2ForCausalLM': 'telechat2',
     'VoyageQwen3BidirectionalEmbedModel': 'pooling_decoders',
     'XLMRobertaModel': 'bert',
