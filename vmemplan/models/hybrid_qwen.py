@@ -50,6 +50,10 @@ class _GatedDeltaHybrid(RecurrentHybrid):
     mamba_layer_name = "model.layers.{i}.linear_attn"
     #: Qwen3-Next stores in_proj_qkvz / in_proj_ba as one interleaved shard each
     gqa_interleaved_layout = True
+    #: the ``layer_types`` entries that are attention layers (the rest: ``linear_attention``)
+    attention_layer_types: tuple[str, ...] = ("full_attention",)
+    #: the family's name in the error for an unknown layer type
+    layer_type_family = "Qwen"
 
     # -- config facts ---------------------------------------------------------------------
     def _need(self, key: str) -> int:
@@ -64,10 +68,10 @@ class _GatedDeltaHybrid(RecurrentHybrid):
         for t in types:
             if t == "linear_attention":
                 kinds.append("mamba")
-            elif t == "full_attention":
+            elif t in self.attention_layer_types:
                 kinds.append("attention")
             else:
-                raise UsageError(f"unknown Qwen layer type {t!r}")
+                raise UsageError(f"unknown {self.layer_type_family} layer type {t!r}")
         return tuple(kinds)
 
     @property

@@ -14,8 +14,7 @@ from vmemplan.core.graph import GraphContext, WeightTensor, attention_scales
 from vmemplan.core.kv_specs import CircularBufferSpec, MambaSpec, MLAAttentionSpec
 from vmemplan.core.units import dtype_bytes, round_up
 from vmemplan.models.base import register
-from vmemplan.models.hybrid import LayerKind
-from vmemplan.models.hybrid_qwen import Qwen3Next, gdn_layer_types
+from vmemplan.models.hybrid_qwen import Qwen3Next
 from vmemplan.models.mixer_blocks import embedding_tensors
 
 __all__ = ["Qwen4Exp"]
@@ -58,18 +57,8 @@ class Qwen4Exp(Qwen3Next):
     """
 
     architectures = ("Qwen4ExpForCausalLM",)
-
-    def layer_kinds(self) -> tuple[LayerKind, ...]:
-        types = gdn_layer_types(self.config.text, self.config.num_hidden_layers)
-        out: list[LayerKind] = []
-        for t in types:
-            if t == "linear_attention":
-                out.append("mamba")
-            elif t in ("indexed_attention", "full_attention"):
-                out.append("attention")
-            else:
-                raise UsageError(f"unknown Qwen4-Exp layer type {t!r}")
-        return tuple(out)
+    attention_layer_types = ("indexed_attention", "full_attention")
+    layer_type_family = "Qwen4-Exp"
 
     def validate_parallel(self, ctx: GraphContext) -> None:
         super().validate_parallel(ctx)
