@@ -219,8 +219,6 @@ def forward_activation_bytes(
     *,
     family: Literal["dense", "moe"],
     hidden_size: int,
-    num_attention_heads: int,
-    head_dim: int,
     intermediate_size: int,
     tensor_parallel_size: int,
     max_num_batched_tokens: int,
@@ -229,7 +227,7 @@ def forward_activation_bytes(
 ) -> tuple[int, str]:
     """Bytes alive at the forward pass's peak, and a one-line description of the buffers.
 
-    Dense::
+    Dense (and a ``moe`` family whose config names no experts, ``moe=None``)::
 
         forward = ceil(mnbt × 2 × (h_buf × hidden + i_buf × intermediate / tp))
 
@@ -242,7 +240,7 @@ def forward_activation_bytes(
     """
     tokens = max_num_batched_tokens
     tp = max(1, tensor_parallel_size)
-    if family == "dense":
+    if family == "dense" or moe is None:  # a MoE config that names no experts: the dense law is all there is
         per_token_elems = (
             constants.dense_hidden_buffers * hidden_size
             + constants.dense_intermediate_buffers * intermediate_size / tp
@@ -254,12 +252,6 @@ def forward_activation_bytes(
             f"per token, 2 B, {tokens} tokens"
         )
     else:
-        if moe is None:  # a config that names no experts: the dense law is all there is
-            return forward_activation_bytes(
-                family="dense", hidden_size=hidden_size, num_attention_heads=num_attention_heads,
-                head_dim=head_dim, intermediate_size=intermediate_size,
-                tensor_parallel_size=tensor_parallel_size, max_num_batched_tokens=max_num_batched_tokens,
-                constants=constants)
         raw, desc = moe_forward_bytes(moe, tokens=tokens, dtype_bytes=2, constants=constants)
     return max(raw, constants.floor_bytes), desc
 
@@ -323,30 +315,20 @@ def activation_peak_bytes(
     sampler runs twice in a row (the second with a seeded generator); the two runs are sequential,
     so the peak is that of one run.  ``extra_model_buffers_bytes`` is for model code that allocates
     its own buffers at the token budget (the generic buffer count does not know them).
+    ``num_attention_heads`` and ``head_dim`` are taken for the record: neither phase's law reads
+    them (the forward's high-water mark is inside the widest MLP; see the module docstring).
     """
     if max_num_batched_tokens < 1 or max_num_seqs < 1:
         raise ValueError("max_num_batched_tokens and max_num_seqs must be >= 1")
     if tensor_parallel_size < 1:
         raise ValueError("tensor_parallel_size must be >= 1")
     forward, desc = forward_activation_bytes(
-        family=family,
-        hidden_size=hidden_size,
-        num_attention_heads=num_attention_heads,
-        head_dim=head_dim,
-        intermediate_size=intermediate_size,
-        tensor_parallel_size=tensor_parallel_size,
-        max_num_batched_tokens=max_num_batched_tokens,
-        constants=constants,
-        moe=moe,
-    )
+        family=family, hidden_size=hidden_size, intermediate_size=intermediate_size,
+        tensor_parallel_size=tensor_parallel_size, max_num_batched_tokens=max_num_batched_tokens,
+        constants=constants, moe=moe)
     sampler = sampler_peak_bytes(
-        hidden_size=hidden_size,
-        vocab_size=vocab_size,
-        max_num_batched_tokens=max_num_batched_tokens,
-        max_num_seqs=max_num_seqs,
-        dtype_bytes=dtype_bytes,
-        constants=constants,
-    )
+        hidden_size=hidden_size, vocab_size=vocab_size, max_num_batched_tokens=max_num_batched_tokens,
+        max_num_seqs=max_num_seqs, dtype_bytes=dtype_bytes, constants=constants)
     extra = max(0, int(extra_model_buffers_bytes))
     peak = max(forward + extra, sampler)
     source = (

@@ -26,6 +26,7 @@ from vmemplan.core.errors import RegistryInvalid, UsageError
 
 __all__ = [
     "CUDA_GRAPH_MODES",
+    "CommunicatorConstants",
     "CudaGraphConstants",
     "CudaGraphEstimate",
     "CudaGraphFamily",
@@ -71,23 +72,36 @@ class CudaGraphConstants:
 
 
 @dataclass(frozen=True, kw_only=True)
-class PreBudgetConstants:
-    """What is held before vLLM reads its memory snapshot."""
+class CommunicatorConstants:
+    """The NCCL communicator and custom all-reduce buffers by world size, as one release holds
+    them: the part the pre-budget and the non-torch figures share."""
 
     vllm_version: str
-    cuda_context_bytes: int
-    workspace_bytes: int
     communicator_bytes_by_world_size: dict[int, int]
+
+    def communicator_bytes(self, world_size: int) -> int:
+        """``table[largest world size listed <= world_size]``; 0 at world size 1."""
+        if world_size <= 1:
+            return 0
+        return int(_lookup_by_key_at_most(self.communicator_bytes_by_world_size, world_size))
 
 
 @dataclass(frozen=True, kw_only=True)
-class NonTorchConstants:
-    """Non-torch growth inside the budget for one era."""
+class PreBudgetConstants(CommunicatorConstants):
+    """What is held before vLLM reads its memory snapshot: the communicators, the CUDA context
+    and the workspace."""
+
+    cuda_context_bytes: int
+    workspace_bytes: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class NonTorchConstants(CommunicatorConstants):
+    """Non-torch growth inside the budget for one era: ``base_bytes``, plus the communicators
+    where the release initialises them after the snapshot."""
 
     era: str
-    vllm_version: str
     base_bytes: int
-    communicator_bytes_by_world_size: dict[int, int]
 
 
 # --------------------------------------------------------------------------- results
@@ -214,12 +228,6 @@ def cuda_graph_bytes(
     )
 
 
-def _communicator_bytes(table: Mapping[int, int], world_size: int) -> int:
-    if world_size <= 1:
-        return 0
-    return int(_lookup_by_key_at_most(table, world_size))
-
-
 def pre_budget_bytes(
     *,
     world_size: int,
@@ -241,7 +249,7 @@ def pre_budget_bytes(
     """
     if world_size < 1 or tensor_parallel_size < 1 or pipeline_parallel_size < 1:
         raise UsageError("world, tensor- and pipeline-parallel sizes must be >= 1")
-    comm = _communicator_bytes(constants.communicator_bytes_by_world_size, world_size)
+    comm = constants.communicator_bytes(world_size)
     ctx = constants.cuda_context_bytes
     ws = constants.workspace_bytes
     return PreBudget(
@@ -265,5 +273,5 @@ def non_torch_bytes(*, world_size: int, nccl_inside_budget: bool, constants: Non
     """
     if world_size < 1:
         raise UsageError("world size must be >= 1")
-    comm = _communicator_bytes(constants.communicator_bytes_by_world_size, world_size)
+    comm = constants.communicator_bytes(world_size)
     return constants.base_bytes + (comm if nccl_inside_budget else 0)
