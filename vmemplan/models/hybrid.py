@@ -233,10 +233,14 @@ class HybridAlignment:
     block_size: int
     attention_page_bytes: int
     mamba_page_bytes: int
-    mamba_page_size_padded: int | None
     raised: bool
     kernel_block_alignment: int
     mamba_block_size: int | None = None
+
+    @property
+    def mamba_page_size_padded(self) -> int | None:
+        """The mamba page padded up to the attention page; None when the two are already equal."""
+        return self.attention_page_bytes if self.attention_page_bytes != self.mamba_page_bytes else None
 
     @property
     def padding_pct(self) -> float:
@@ -304,17 +308,9 @@ def align_hybrid_block_size(*, block_size: int, mamba_page_bytes: int, attention
     final = attn_block if raised else block_size
     if mamba_cache_mode == "align":
         mamba_block = final
-    attn_page = final * attention_page_per_token_bytes
-    padded = attn_page if attn_page != mamba_page_bytes else None
-    return HybridAlignment(
-        block_size=final,
-        attention_page_bytes=attn_page,
-        mamba_page_bytes=mamba_page_bytes,
-        mamba_page_size_padded=padded,
-        raised=raised,
-        kernel_block_alignment=align,
-        mamba_block_size=mamba_block,
-    )
+    return HybridAlignment(block_size=final, attention_page_bytes=final * attention_page_per_token_bytes,
+                           mamba_page_bytes=mamba_page_bytes, raised=raised, kernel_block_alignment=align,
+                           mamba_block_size=mamba_block)
 
 
 # --------------------------------------------------------------------------------------
