@@ -44,6 +44,7 @@ KEEP = (
 # figures are unchanged)
 SHIMS = {"FlintForCausalLM": "shims_flint.py", "Qwen4ExpForCausalLM": "shims_qwen4_exp.py"}
 SHIMS.update({"DeepseekVLV2ForCausalLM": "shims_deepseek_vl2.py", "DeepseekOCRForCausalLM": "shims_deepseek_vl2.py"})
+SHIMS.update({"Glm5NextForCausalLM": "shims_glm5next.py"})  # FlashKDA extension stand-in (GLM-5.3-Flash)
 SHIMS.update({"Step5ForCausalLM": "shims_step5.py"})  # flashinfer stand-in for the DSA adapter
 SHIMS.update({"Gemma3nForConditionalGeneration": "shims_gemma3n.py"})  # timm for the MobileNet-V5 tower
 WEIGHT_KEYS = ("parameters_bytes", "buffers_bytes", "total_bytes", "by_dtype",

@@ -55,6 +55,7 @@ ARCHITECTURE_MODULES: dict[str, str] = {
     'Glm4MoeLiteForCausalLM': 'glm4_moe_lite',
     'Glm4vForConditionalGeneration': 'glm4v',
     'Glm4vMoeForConditionalGeneration': 'glm4v',
+    'Glm5NextForCausalLM': 'glm5next',
     'GlmMoeDsaForCausalLM': 'deepseek',
     'GptOssForCausalLM': 'gpt_oss',
     'GraniteForCausalLM': 'dense_a_variants',
