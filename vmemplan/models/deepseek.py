@@ -27,7 +27,12 @@ from vmemplan.core.graph import GraphContext, WeightTensor
 from vmemplan.core.kv_specs import MLAAttentionSpec, kv_dtype_bytes, mla_record_bytes
 from vmemplan.core.units import dtype_bytes
 from vmemplan.models.base import Adapter, register
-from vmemplan.models.mla_backends import MlaBackendChoice, select_mla_backend, select_sparse_mla_backend
+from vmemplan.models.mla_backends import (
+    MlaBackendChoice,
+    select_mla_backend,
+    select_sparse_mla_backend,
+    sparse_block_stride_alignment,
+)
 from vmemplan.models.mla_copies import mla_decode_copies
 from vmemplan.models.moe_blocks import (  # moe_expert_tensors, shared_expert_tensors: re-exported
     gated_mlp_tensors,
@@ -404,17 +409,7 @@ class DeepseekV32(DeepseekMLA):
         choice = self.backend(ctx)  # block validity is resolve_block_size's job
         width = kv_dtype_bytes(choice.cache_dtype, dtype_bytes(ctx.model_dtype))
         record = mla_record_bytes(choice.cache_dtype, self.latent_head_size, width)
-        # customize_spec of each backend (0.33.0): FLASH_ATTN_MLA_SPARSE and FLASHMLA_SPARSE
-        # (16-bit, or quantized on SM100) align blocks to whole rows; FLASHMLA_SPARSE
-        # quantized off SM100 asks for whole 64-token kernel pages (a no-op at a multiple
-        # of 64); FLASHINFER_MLA_SPARSE aligns to rows of its 32-token pages.
-        if choice.name == "FLASHINFER_MLA_SPARSE":
-            align: int | None = 32 * record
-        elif choice.name == "FLASHMLA_SPARSE" and choice.cache_dtype != "auto" and (ctx.sm_major or 9) != 10:
-            align = None
-        else:
-            align = record
-        mla = self._mla_spec(ctx, choice.cache_dtype, align)
+        mla = self._mla_spec(ctx, choice.cache_dtype, sparse_block_stride_alignment(choice, record, ctx.sm_major))
         index = MLAAttentionSpec(
             block_size=ctx.block_size,
             head_size=self.index_head_dim + self.index_head_dim // 128 * 4,

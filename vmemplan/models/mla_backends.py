@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from vmemplan.core.errors import UsageError
 
-__all__ = ["MlaBackendChoice", "select_mla_backend", "select_sparse_mla_backend"]
+__all__ = ["MlaBackendChoice", "select_mla_backend", "select_sparse_mla_backend", "sparse_block_stride_alignment"]
 
 
 @dataclass(frozen=True)
@@ -164,3 +164,16 @@ def select_sparse_mla_backend(
         f"DeepSeek-V3.2's sparse MLA backends do not take --kv-cache-dtype {cache_dtype}",
         hint="use auto (bf16) or fp8",
     )
+
+
+def sparse_block_stride_alignment(choice: MlaBackendChoice, record_bytes: int, sm_major: int | None) -> int | None:
+    """The block-stride alignment a sparse MLA backend's ``customize_spec`` asks of the latent
+    cache (0.33.0): FLASH_ATTN_MLA_SPARSE and FLASHMLA_SPARSE (16-bit, or quantized on SM100)
+    align blocks to whole rows; FLASHMLA_SPARSE quantized off SM100 asks for whole 64-token
+    kernel pages (a no-op at a multiple of 64: None); FLASHINFER_MLA_SPARSE aligns to rows of
+    its 32-token pages."""
+    if choice.name == "FLASHINFER_MLA_SPARSE":
+        return 32 * record_bytes
+    if choice.name == "FLASHMLA_SPARSE" and choice.cache_dtype != "auto" and (sm_major or 9) != 10:
+        return None
+    return record_bytes
