@@ -323,7 +323,7 @@ def budget(req: ResolvedRequest, graph: ModelGraph, over: Overheads, measured: M
     total = m.total_memory_bytes if m.total_memory_bytes is not None else req.gpu.total_memory_bytes
     requested = requested_memory_bytes(total, req.gpu_memory_utilization, rounding=rules.budget.requested_rounding)
     non_torch = m.non_torch_bytes if m.non_torch_bytes is not None else over.non_torch_bytes
-    cg_bytes = m.cuda_graph_bytes if m.cuda_graph_bytes is not None else over.cuda_graph_bytes
+    cg_bytes = m.cuda_graph_bytes if m.cuda_graph_bytes is not None else over.cuda_graph.total_bytes
     pp, tp = req.pipeline_parallel_size, req.tensor_parallel_size
     ranks = []
     for stage in graph.stages:

@@ -44,14 +44,6 @@ class Overheads:
     pre_budget: PreBudget
     provenance: tuple[Provenance, ...]
 
-    @property
-    def activation_peak_bytes(self) -> int:
-        return self.activation.peak_bytes
-
-    @property
-    def cuda_graph_bytes(self) -> int:
-        return self.cuda_graph.total_bytes
-
 
 def cuda_graph_subtracted(rules: RulesPack, mode: str, estimate_env: bool | None = None) -> bool:
     """Whether the release takes the CUDA-graph estimate out of the KV budget: only when it

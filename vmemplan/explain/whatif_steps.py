@@ -90,13 +90,13 @@ class Steps:
         return int(self.graph.weights_bytes)
 
     def activation(self) -> int:
-        return int(self.over.activation_peak_bytes)
+        return int(self.over.activation.peak_bytes)
 
     def non_torch(self) -> int:
         return int(self.over.non_torch_bytes)
 
     def cuda_graph(self) -> int:
-        return int(self.over.cuda_graph_bytes)
+        return int(self.over.cuda_graph.total_bytes)
 
     def pool(self, available: int) -> Any:
         req = pipeline.with_budget_flags(self.req, kv_cache_memory_bytes=max(int(available), 0))
