@@ -28,8 +28,10 @@ long)`` in ``vllm/_flashkda_C.abi3.so`` of the vLLM 0.33.0 wheel (schema
 Why it does not change the figures: the workspace is not a parameter or a buffer.  The layer
 only records ``((workspace_size,), torch.uint8)`` among its ``_flashkda_buffer_specs``; the bytes
 are taken from vLLM's shared workspace manager (``current_workspace_manager().get_simultaneous``)
-on the first FlashKDA prefill, i.e. in the profile run, as activation-time memory shared by all
-KDA layers.  The oracle counts neither (the KV budget is its input).  What the FlashKDA choice
+on the first FlashKDA prefill that has attention metadata (the profile run has none, and the layer
+returns before any kernel then), as runtime memory shared by all KDA layers.  The oracle counts
+neither (the KV budget is its input); vmemplan reports them apart
+(vmemplan/models/glm5next.py::Glm5Next.flashkda_buffer_bytes).  What the FlashKDA choice
 does change is recorded by vLLM's own code: ``Glm5NextLinearAttention.get_kv_cache_spec`` gives
 the ``MambaSpec`` ``prefill_checkpoint_alignment`` 16 and ``num_prefill_checkpoint_blocks`` 1
 (vllm/model_executor/layers/mamba/kda_checkpoint.py), exactly as on an SM90/SM100 host.  The
@@ -47,7 +49,7 @@ NOTE = ("shim bench/oracle/shims_glm5next.py: the compiled FlashKDA extension vl
         "(links libcuda, cannot load on the CPU host) registered as present, as on a real CUDA "
         "install; torch.ops._flashkda_C.get_workspace_size answers as the compiled op computes it "
         "((ceil(T/16) + N) * H * 13824 bytes, from its x86-64 body in the 0.33.0 wheel); the "
-        "workspace is a shared activation-time buffer (workspace manager), not a parameter or "
+        "workspace is a shared runtime buffer (workspace manager, first prefill), not a parameter or "
         "buffer, so no figure here depends on it; FlashKDA selection itself (MambaSpec "
         "prefill_checkpoint_alignment 16) comes from vLLM's own code")
 
@@ -73,7 +75,7 @@ class _FlashKdaOps:
             self._answered.add(key)
             self._oracle.ASSUMPTIONS.append(
                 f"shim bench/oracle/shims_glm5next.py: FlashKDA get_workspace_size(T={key[0]}, "
-                f"H={key[1]}, N={key[2]}) = {size} bytes (per-rank activation workspace, not counted)")
+                f"H={key[1]}, N={key[2]}) = {size} bytes (per-rank runtime workspace, not counted)")
         return size
 
     def __getattr__(self, op: str):

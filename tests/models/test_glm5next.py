@@ -62,3 +62,13 @@ def test_specs_and_tensors_by_hand() -> None:
     assert ts["model.topk_indices_buffer"].cols == 2176
     assert ts["self_attn.indexer.index_kpool_compress_ape"].rows == 16
     assert ts["mlp.gate_up_proj"].count == 1 and ts["mlp.gate"].count == 3
+
+
+def test_flashkda_buffers_by_hand() -> None:
+    a = adapter_for(ModelConfig.from_dict(GLM53))
+    ctx = GraphContext(tensor_parallel_size=2, max_num_seqs=16, max_num_batched_tokens=256)
+    # two fp32 states [16, 4, 128, 128] = 4 MiB each, workspace (16 + 16) x 4 x 13,824 = 1,769,472 B,
+    # bf16 output [256, 4, 128] = 262,144 B (all multiples of 256)
+    assert a.flashkda_buffer_bytes(ctx) == 2 * 4194304 + 1769472 + 262144
+    assert a.flashkda_buffer_bytes(GraphContext(sm_major=8)) == 0  # Triton prefill off SM9x/10x/12x
+    assert a.extra_activation_bytes(ctx, max_num_batched_tokens=256, max_num_seqs=16)[0] == 0

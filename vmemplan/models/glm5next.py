@@ -419,28 +419,33 @@ class Glm5Next(LinearMlaHybrid):
         mla/indexer.py (0.33.0)."""
         return "block_outermost" if self._indexer()[0] else "layer_outermost"
 
-    # -- profile-time buffers ----------------------------------------------------------------
-    def extra_activation_bytes(self, ctx: GraphContext, *, max_num_batched_tokens: int,
-                               max_num_seqs: int) -> tuple[int, str]:
-        """FlashKDA's prefill buffers, taken from vLLM's workspace manager on the first FlashKDA
-        prefill (the profile run): the final and checkpoint states ``[max_num_seqs, heads/tp,
-        head_dim, head_dim]`` (SSM state dtype) each, the byte workspace
-        (:func:`flashkda_workspace_bytes`) and the output ``[max_num_batched_tokens, heads/tp,
-        head_dim]`` (model dtype).  Mirrors Glm5NextLinearAttention.__init__ /
-        _flashkda_prefill (common/kda.py, 0.33.0).  From vLLM's code, not checked on a GPU."""
+    # -- buffers outside the KV budget -------------------------------------------------------
+    def flashkda_buffer_bytes(self, ctx: GraphContext) -> int:
+        """FlashKDA's prefill buffers from vLLM's shared workspace manager: the final and
+        checkpoint states ``[max_num_seqs, heads/tp, head_dim, head_dim]`` (SSM state dtype)
+        each, the byte workspace (:func:`flashkda_workspace_bytes`) and the output ``[1,
+        max_num_batched_tokens, heads/tp, head_dim]`` (model dtype), each rounded up to 256 B
+        (WorkspaceManager.get_simultaneous).  Mirrors Glm5NextLinearAttention.__init__ /
+        _flashkda_prefill (common/kda.py, 0.33.0); 0 without FlashKDA.
+
+        Not an activation of the profile run, so not priced against the KV budget: the layer
+        returns before any kernel when the forward context has no attention metadata
+        (Glm5NextLinearAttention._forward), which is how vLLM's profile run and piecewise
+        capture call it; the buffers are first requested by a prefill with metadata.  From
+        vLLM's code, not checked on a GPU."""
         if not self.uses_flashkda(ctx) or not self.num_recurrent_layers():
-            return 0, ""
+            return 0
         heads, dim, _ = self._kda()
         local = heads // ctx.tensor_parallel_size
         _, rec = kda_state_dtypes(ctx.model_dtype, ctx.mamba_cache_dtype, ctx.mamba_ssm_cache_dtype)
-        states = 2 * max_num_seqs * local * dim * dim * dtype_bytes(rec)
-        work = flashkda_workspace_bytes(max_num_batched_tokens, local, max_num_seqs)
-        out = max_num_batched_tokens * local * dim * dtype_bytes(ctx.model_dtype)
-        total = states + work + out
-        mib = 1 << 20
-        return total, (f"GLM-5.3 FlashKDA prefill buffers: states {states / mib:.0f} MiB, workspace "
-                       f"{work / mib:.0f} MiB, output {out / mib:.0f} MiB")
+        t, n = ctx.max_num_batched_tokens, ctx.max_num_seqs
+        parts = (n * local * dim * dim * dtype_bytes(rec), n * local * dim * dim * dtype_bytes(rec),
+                 flashkda_workspace_bytes(t, local, n), t * local * dim * dtype_bytes(ctx.model_dtype))
+        return sum(round_up(x, 256) for x in parts)
 
     def notes(self) -> tuple[str, ...]:
         return ("GLM-5.3-Flash: KDA state per linear layer; per MLA layer a 512-element NoPE latent cache, a "
-                "132-byte kpool-compressed indexer K cache (one entry per index_kpool tokens) and a tail ring",)
+                "132-byte kpool-compressed indexer K cache (one entry per index_kpool tokens) and a tail ring",
+                "FlashKDA prefill buffers (two [max_num_seqs, KDA heads/TP, 128, 128] fp32 states, a workspace and "
+                "an output buffer; about 10 GB at TP 1 with 1024 sequences) come from vLLM's workspace manager at the "
+                "first prefill, outside the profile run, so they are not in the KV budget; leave headroom for them")
