@@ -37,6 +37,7 @@ from vmemplan.models.hybrid import (
     kda_state_dtypes,
 )
 from vmemplan.models.mixer_blocks import LinearMlaHybrid, embedding_tensors, head_tensors
+from vmemplan.models.mla_backends import sparse_block_stride_alignment
 from vmemplan.models.mla_copies import mla_decode_copies
 from vmemplan.models.moe_blocks import gated_mlp_tensors, moe_experts, router_tensors
 
@@ -363,13 +364,7 @@ class Glm5Next(LinearMlaHybrid):
         choice = self._sparse_backend(ctx)
         width = kv_dtype_bytes(choice.cache_dtype, dtype_bytes(ctx.model_dtype))
         record = mla_record_bytes(choice.cache_dtype, self.mla_head_size, width)
-        # the backends' customize_spec, as DeepseekV32.kv_cache_specs (0.33.0)
-        if choice.name == "FLASHINFER_MLA_SPARSE":
-            align: int | None = 32 * record
-        elif choice.name == "FLASHMLA_SPARSE" and choice.cache_dtype != "auto" and (ctx.sm_major or 9) != 10:
-            align = None
-        else:
-            align = record
+        align = sparse_block_stride_alignment(choice, record, ctx.sm_major)  # the backend's customize_spec
         return MLAAttentionSpec(block_size=block_size, head_size=self.mla_head_size,
                                 cache_dtype=ctx.model_dtype if choice.cache_dtype == "auto" else choice.cache_dtype,
                                 dtype_bytes=width, block_stride_alignment=align)
