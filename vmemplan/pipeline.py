@@ -26,6 +26,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from vmemplan.core.graph import GraphContext
+from vmemplan.core.records import evolve
 from vmemplan.core.units import format_gib
 from vmemplan.core.version import version_tuple_or_none
 from vmemplan.laws.budget import available_kv_cache_bytes, requested_memory_bytes
@@ -491,4 +492,4 @@ def with_budget_flags(req: ResolvedRequest, *, gpu_memory_utilization: float | N
     if gpu_memory_utilization is not None:
         changes["gpu_memory_utilization"] = float(gpu_memory_utilization)
         changes["defaulted"] = tuple(d for d in req.defaulted if d != "gpu_memory_utilization")
-    return replace(req, **changes)
+    return evolve(req, **changes)

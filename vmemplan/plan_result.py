@@ -3,9 +3,9 @@ band into one frozen :class:`~vmemplan.result.MemoryPlan`.  Pure."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal
 
+from vmemplan.core.records import evolve
 from vmemplan.laws.kv_pool import (
     PoolPlan,
 )
@@ -101,7 +101,7 @@ def assemble(req: ResolvedRequest, graph: ModelGraph, over: Overheads, bud: Budg
         prov = (*prov, Provenance("available_kv_cache_bytes.band", list(band.available_kv_cache_bytes_range),
                                   "estimated", band.describe()))
         prov = (*prov, *(_term_provenance(t) for t in band.terms))
-    result = replace(result, outcome=band.outcome if band is not None else
+    result = evolve(result, outcome=band.outcome if band is not None else
                      ("starts" if result.starts else "does_not_start"))
     return MemoryPlan(
         model_id=req.source.model_id, model_source=req.source.source, architecture=cfg.architecture or cfg.model_type,
@@ -130,7 +130,7 @@ def _band(req: ResolvedRequest, over: Overheads, bud: Budget, kv_pool: PoolPlan,
     if bud.kv_cache_memory_given or data is None or req.registry.cost_model is None:
         return None
     from vmemplan.laws import bands as band_law
-    from vmemplan.laws.kv_pool import plan_pool_from_groups
+    from vmemplan.laws.kv_pool import resized
 
     era = req.registry.cost_model.era_for(req.vllm_version, engine=req.rules.engine).id
     width = band_law.band_width(data, era=era, family=req.adapter.family)
@@ -142,7 +142,7 @@ def _band(req: ResolvedRequest, over: Overheads, bud: Budget, kv_pool: PoolPlan,
     def resize(avail: int) -> tuple[int, int, float, bool, PoolPlan]:
         if kv_pool.ctx is None:
             return kv_pool.num_blocks, kv_pool.kv_cache_tokens, kv_pool.max_concurrency, result.starts, kv_pool
-        p = plan_pool_from_groups(kv_pool.groups, avail, kv_pool.ctx)
+        p = resized(kv_pool, avail)
         # --num-gpu-blocks-override: vLLM checks the override's blocks, not the budget's bytes
         positive = avail > 0 or req.inputs.num_gpu_blocks_override is not None
         return (p.num_blocks, p.kv_cache_tokens, p.max_concurrency,
@@ -154,6 +154,6 @@ def _band(req: ResolvedRequest, over: Overheads, bud: Budget, kv_pool: PoolPlan,
     estimates = {t: getattr(fullest, t) for t in band_law.TERMS}
     terms = band_law.term_bands(data, estimates, era=era, family=req.adapter.family,
                                 requested_bytes=bud.requested_bytes)
-    return replace(band, terms=terms)
+    return evolve(band, terms=terms)
 
 

@@ -322,9 +322,9 @@ def _length_free(req: Any) -> bool:
 def _same_but_length(a: Any, b: Any) -> bool:
     """Two resolved requests equal in every field but the context length's own (so every default
     derived from it, e.g. the batch sizes, came out the same)."""
-    from dataclasses import fields
-
-    return all(getattr(a, f.name) == getattr(b, f.name) for f in fields(a) if f.name not in _LENGTH_FIELDS)
+    theirs = b.__dict__
+    return all(mine is theirs[name] or mine == theirs[name]
+               for name, mine in a.__dict__.items() if name not in _LENGTH_FIELDS)
 
 
 class SweepEvaluator:
@@ -344,16 +344,22 @@ class SweepEvaluator:
         self.request_tokens = request_tokens
         self._shapes: OrderedDict[tuple, _Shape | VmemplanError] = OrderedDict()
         self._parsed: tuple[Any, Any] | None = None  # the source's config and adapter, built once
+        self._base_inputs: Any = None  # the fixed flags as PlanInputs, checked once
         self._weights: dict[Any, Any] = {}  # pipeline.model_graph's weights memo
         self._by_length: dict[tuple, _Shape] = {}  # a planned shape per flags less max_model_len
         self.full_plans = 0
         self.length_reuses = 0
 
     def _inputs(self, point: Mapping[str, Any]) -> Any:
-        from vmemplan.resolve import PlanInputs
+        """The point's PlanInputs: the fixed flags, checked once, with the point's values."""
+        from vmemplan.request.inputs import InputsError, PlanInputs
 
-        flags = {**self.base, **{k: v for k, v in point.items() if v is not None}}
-        return PlanInputs.from_flags(flags, hint=None)
+        try:
+            if self._base_inputs is None:
+                self._base_inputs = PlanInputs.from_flags(self.base, hint=None)
+            return self._base_inputs.updated(**{k: v for k, v in point.items() if v is not None})
+        except InputsError as exc:
+            raise InputsError(exc.field, exc.reason, hint=None) from None
 
     def _shape(self, inputs: Any) -> _Shape:
         from vmemplan import pipeline
@@ -397,15 +403,14 @@ class SweepEvaluator:
             raise cached
         return cached
 
-    def _concurrency(self, plan: Any, shape: _Shape) -> int | None:
+    def _concurrency(self, e: Any, pool: Any, shape: _Shape) -> int | None:
+        """Requests of ``request_tokens`` the pool holds at once, under the engine's settings ``e``."""
         if self.request_tokens is None:
             return None
         from vmemplan.concurrency import effective_concurrency, requests_by_kv
 
-        e = plan.engine
         if self.request_tokens > e.max_model_len:
             return 0
-        pool = plan.pool
         if pool is None or not pool.groups:
             return int(e.max_num_seqs)
         if shape.blocks_for_request is None:
@@ -441,20 +446,22 @@ class SweepEvaluator:
         return plan, shape
 
     def _evaluate(self, point: Mapping[str, Any]) -> SweepPoint:
-        from vmemplan.laws.bands import low_end
-
         plan, shape = self._plan(self._inputs(point))
         kv = plan.kv_cache
-        low = low_end(plan) if plan.band is not None else None
+        band = plan.band
+        # the band's low end (what bands.low_end makes of the plan, read without building it)
+        low_tokens = low_concurrency = None
+        if band is not None:
+            low_pool = band.low_pool if band.low_pool is not None else plan.pool
+            low_tokens = band.tokens_range[0] if band.low_pool is not None else kv.tokens
+            low_concurrency = self._concurrency(plan.engine, low_pool, shape)
         return SweepPoint(values=dict(point), weights_bytes=plan.per_rank.weights_bytes,
                           available_kv_cache_bytes=plan.per_rank.available_kv_cache_bytes,
                           kv_cache_tokens=kv.tokens, max_concurrency=kv.max_concurrency,
                           starts=plan.verdict.starts, num_blocks=kv.num_blocks,
-                          concurrency_at_request_tokens=self._concurrency(plan, shape),
-                          reason=plan.verdict.reason,
-                          kv_cache_tokens_low=low.kv_cache.tokens if low is not None else None,
-                          concurrency_at_request_tokens_low=self._concurrency(low, shape) if low is not None else None,
-                          outcome=plan.verdict.outcome)
+                          concurrency_at_request_tokens=self._concurrency(plan.engine, plan.pool, shape),
+                          reason=plan.verdict.reason, kv_cache_tokens_low=low_tokens,
+                          concurrency_at_request_tokens_low=low_concurrency, outcome=plan.verdict.outcome)
 
 
 def iter_sweep(evaluator: SweepEvaluator, varies: Sequence[Vary],

@@ -47,6 +47,7 @@ __all__ = [
     "KvCacheGroup",
     "PoolPlan",
     "UngroupableSpecs",
+    "resized",
     "group_kv_cache_specs",
     "bytes_per_block",
     "approximate_gcd",
@@ -251,6 +252,25 @@ def plan_pool_from_groups(
         notes.append("attention-free model: the pool holds only the null block")
         return PoolPlan(groups, 1, 0, 0, 0.0, 0, None, 0, True, None, tuple(notes), ctx)
     block_bytes = bytes_per_block(groups, ctx)
+    return _pool_at(groups, available_bytes, ctx, block_bytes, _blocks_per_request(groups, ctx),
+                    _bytes_per_token(groups, block_bytes), notes)
+
+
+def resized(pool: PoolPlan, available_bytes: int) -> PoolPlan:
+    """``pool`` (sized for its own groups and context) sized again for ``available_bytes``: the
+    same law as :func:`plan_pool_from_groups`, reusing what does not depend on the bytes (the
+    block's bytes, the blocks one request needs, the bytes per token)."""
+    if not pool.groups or pool.ctx is None:
+        return plan_pool_from_groups(pool.groups, available_bytes, pool.ctx) if pool.ctx is not None else pool
+    return _pool_at(pool.groups, available_bytes, pool.ctx, pool.block_bytes, pool.blocks_per_request,
+                    pool.bytes_per_token, ())
+
+
+def _pool_at(groups: tuple[KvCacheGroup, ...], available_bytes: int, ctx: PoolContext, block_bytes: int,
+             per_request: int, bytes_per_token: int | None, notes: Sequence[str]) -> PoolPlan:
+    """The pool of ``groups`` (``block_bytes`` a block, ``per_request`` blocks a request) for
+    ``available_bytes``, with vLLM's one-request check."""
+    notes = list(notes)
     avail = available_bytes
     if ctx.num_gpu_blocks_override is not None:
         notes.append(
@@ -259,7 +279,6 @@ def plan_pool_from_groups(
         )
         avail = ctx.num_gpu_blocks_override * block_bytes
     num_blocks = max(avail // block_bytes, 0) if avail > 0 else 0  # none when nothing is available
-    per_request = _blocks_per_request(groups, ctx)
     needed = block_bytes * per_request
     check = avail - block_bytes if ctx.reserve_null_block else avail
     estimated: int | None = None
@@ -275,7 +294,7 @@ def plan_pool_from_groups(
         )
     else:
         fits = True
-    return _sized_plan(groups, num_blocks, block_bytes, per_request, ctx, _bytes_per_token(groups, block_bytes),
+    return _sized_plan(groups, num_blocks, block_bytes, per_request, ctx, bytes_per_token,
                        needed, fits, estimated, notes)
 
 

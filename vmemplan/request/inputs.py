@@ -130,17 +130,12 @@ class PlanInputs:
     mamba_block_size: int | None = _at_least(1)
 
     def __post_init__(self) -> None:
-        for name, kinds, minimum in _checks():
-            value = self.__dict__[name]
-            if value is None:
-                if name == "model":
-                    raise InputsError(name, "Input should be a valid string")
-                continue
-            if not _exact(value, kinds):
-                value = _coerce(name, value)
-                object.__setattr__(self, name, value)
-            if minimum is not None and value < minimum:
-                raise InputsError(name, f"Input should be greater than or equal to {minimum}")
+        values = self.__dict__
+        for name, value in values.items():
+            if value is not None or name == "model":
+                checked = _checked(name, value)
+                if checked is not value:
+                    object.__setattr__(self, name, checked)
 
     @classmethod
     def from_flags(cls, flags: dict[str, Any], *, prefix: str = "--", hint: str | None = HINT) -> PlanInputs:
@@ -164,8 +159,17 @@ class PlanInputs:
         return frozenset(name for name in _field_names() if self.__dict__[name] is not None)
 
     def updated(self, **changes: Any) -> PlanInputs:
-        """A copy with ``changes`` applied (checked like any other PlanInputs)."""
-        return dataclasses.replace(self, **changes)
+        """A copy with ``changes`` applied, each checked as the constructor checks it (the
+        fields left as they were are not checked again)."""
+        known = _field_names()
+        new = object.__new__(PlanInputs)
+        state = dict(self.__dict__)
+        for name, value in changes.items():
+            if name not in known:
+                raise InputsError(name, "Extra inputs are not permitted")
+            state[name] = value if value is None and name != "model" else _checked(name, value)
+        new.__dict__.update(state)
+        return new
 
 
 #: the declared types a value may hold exactly, by the token its annotation spells
@@ -179,13 +183,26 @@ def _field_names() -> frozenset[str]:
 
 
 @functools.cache
-def _checks() -> tuple[tuple[str, tuple[Any, ...], int | None], ...]:
-    """(field, exact kinds, minimum) per field, read from the annotations (strings here)."""
-    out = []
+def _checks() -> dict[str, tuple[tuple[Any, ...], int | None]]:
+    """field -> (exact kinds, minimum), read from the annotations (strings here)."""
+    out = {}
     for f in dataclasses.fields(PlanInputs):
         kinds = tuple(_KINDS[token.strip()] for token in str(f.type).split(" | "))
-        out.append((f.name, kinds, f.metadata.get("ge")))
-    return tuple(out)
+        out[f.name] = (kinds, f.metadata.get("ge"))
+    return out
+
+
+def _checked(name: str, value: Any) -> Any:
+    """``value`` for field ``name``: itself when it holds its declared type exactly, else as
+    pydantic coerces it; an InputsError when it is the wrong type or below its bound."""
+    kinds, minimum = _checks()[name]
+    if value is None:  # only "model" is required
+        raise InputsError(name, "Input should be a valid string")
+    if not _exact(value, kinds):
+        value = _coerce(name, value)
+    if minimum is not None and value < minimum:
+        raise InputsError(name, f"Input should be greater than or equal to {minimum}")
+    return value
 
 
 def _exact(value: Any, kinds: tuple[Any, ...]) -> bool:
