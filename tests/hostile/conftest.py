@@ -1,7 +1,9 @@
 """Helpers for the hostile-input suite (issue 15).
 
 Every CLI case runs in a fresh subprocess under a memory limit (RLIMIT_AS) and a generous
-timeout.  The timeout is a hang detector, not a speed assertion.  :func:`check_contract`
+timeout (forked from a server that has done the imports when nothing but run-time settings
+differ: ``tests/_forkserver.py``; a shell line, an fd or another environment runs the full
+``python -m vmemplan``).  The timeout is a hang detector, not a speed assertion.  :func:`check_contract`
 asserts the documented exit code, exactly one ``error:`` and one ``hint:`` line on stderr,
 no traceback, and (optionally) that no secret and no control character reached a stream.
 """
@@ -21,6 +23,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+
+from tests._forkserver import SAFE_OVERRIDES, run_vmemplan
 
 REPO = Path(__file__).resolve().parents[2]
 MODELS = REPO / "registry" / "models"
@@ -53,6 +57,12 @@ def cli(*args: str, stdin: bytes | int | None = None, env: dict[str, str] | None
     if env:
         full_env.update(env)
     full_env = {k: v for k, v in full_env.items() if v is not None}
+    if shell is None and stdout is None and stderr is None and (stdin is None or isinstance(stdin, bytes)) \
+            and _FORK_SERVER and _differs_only_in_safe_keys(full_env, env):
+        # the same fresh child process, forked from a server that has done the imports already
+        code, out_b, err_b = run_vmemplan(args, env=full_env, cwd=cwd or REPO, stdin=stdin, timeout=timeout,
+                                          rlimit_as=MEMORY_LIMIT)
+        return Run(code, out_b.decode("utf-8", "replace"), err_b.decode("utf-8", "replace"))
     cmd: list[str] | str
     if shell is not None:
         cmd = ["bash", "-c", shell]
@@ -71,6 +81,14 @@ def cli(*args: str, stdin: bytes | int | None = None, env: dict[str, str] | None
     out = proc.stdout.decode("utf-8", "replace") if isinstance(proc.stdout, bytes) else ""
     err = proc.stderr.decode("utf-8", "replace") if isinstance(proc.stderr, bytes) else ""
     return Run(proc.returncode, out, err)
+
+
+#: ``VMEMPLAN_TEST_NO_FORK_SERVER=1`` runs every case with subprocess.run, as before the fork server.
+_FORK_SERVER = not os.environ.get("VMEMPLAN_TEST_NO_FORK_SERVER")
+
+
+def _differs_only_in_safe_keys(full_env: dict[str, str], env: dict[str, str] | None) -> bool:
+    return not env or all(key in SAFE_OVERRIDES for key in env)
 
 
 def check_contract(run: Run, code: int, *, secrets: tuple[str, ...] = ()) -> None:
