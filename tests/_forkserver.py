@@ -304,3 +304,31 @@ def run_vmemplan(args: list[str] | tuple[str, ...], *, env: dict[str, str], cwd:
     """``subprocess.run([sys.executable, "-m", "vmemplan", *args], ...)``, through a fork server."""
     server, env = server_for(env)
     return server.run(list(args), env=env, cwd=cwd, stdin=stdin, timeout=timeout, rlimit_as=rlimit_as)
+
+
+class SubprocessShim:
+    """A stand-in for the :mod:`subprocess` module in a script under test: ``run`` of
+    ``[sys.executable, "-m", "vmemplan", ...]`` with captured output goes through a fork server,
+    anything else to the real :func:`subprocess.run`."""
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(subprocess, name)
+
+    @staticmethod
+    def run(cmd: list[str], *, cwd: Path | str | None = None, env: dict[str, str] | None = None,
+            capture_output: bool = False, text: bool = False, check: bool = False,
+            **kwargs: object) -> subprocess.CompletedProcess:
+        if (not capture_output or kwargs or not isinstance(cmd, list) or cmd[:3] != [sys.executable, "-m", "vmemplan"]):
+            return subprocess.run(cmd, cwd=cwd, env=env, capture_output=capture_output, text=text, check=check,
+                                  **kwargs)  # type: ignore[call-overload]
+        code, out, err = run_vmemplan(cmd[3:], env=dict(os.environ if env is None else env), cwd=cwd or os.getcwd())
+        result: subprocess.CompletedProcess = subprocess.CompletedProcess(cmd, code, out, err)
+        if text:  # as subprocess's text mode: locale encoding, universal newlines
+            import locale
+
+            encoding = locale.getpreferredencoding(False)
+            result.stdout = out.decode(encoding).replace("\r\n", "\n").replace("\r", "\n")
+            result.stderr = err.decode(encoding).replace("\r\n", "\n").replace("\r", "\n")
+        if check:
+            result.check_returncode()
+        return result

@@ -6,6 +6,8 @@ import importlib.util
 import re
 from pathlib import Path
 
+from tests._forkserver import SubprocessShim
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -14,6 +16,9 @@ def _update_readme():
     module = importlib.util.module_from_spec(spec)
     assert spec.loader is not None
     spec.loader.exec_module(module)
+    # its `python -m vmemplan` runs fork from a pre-imported server: the same fresh process and
+    # output, without the imports each time (tests/_forkserver.py)
+    module.subprocess = SubprocessShim()
     return module
 
 
