@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from vmemplan.core.errors import VmemplanError
+from vmemplan.core.frozen import frozen
 from vmemplan.result import MemoryPlan
 
 __all__ = ["Fixes", "find_fixes", "highest_util"]
@@ -25,7 +25,7 @@ PARALLEL_SIZES = (2, 4, 8, 16)
 QUANTIZATIONS = ("fp8",)
 
 
-@dataclass(frozen=True)
+@frozen
 class Fixes:
     """Flags that each make the plan start on their own (None: none found / not needed)."""
 

@@ -33,10 +33,11 @@ Everything here is pure arithmetic on integers; no rich/typer/yaml at import tim
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Literal
 
 from vmemplan.core.errors import UsageError
+from vmemplan.core.frozen import frozen
 from vmemplan.core.graph import GraphContext
 from vmemplan.core.units import cdiv
 from vmemplan.laws.multimodal import fit_pixel_bounds
@@ -132,7 +133,7 @@ def default_lengths(max_model_len: int, *, smallest: int = 64) -> tuple[int, ...
 # --------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@frozen
 class RequestShape:
     """One request length to tabulate.  ``text_tokens`` is prompt + output text;
     ``prompt_tokens`` is what prefill must chew (the whole request when only a length is known);
@@ -148,7 +149,7 @@ class RequestShape:
         return self.text_tokens + self.mm_tokens
 
 
-@dataclass(frozen=True)
+@frozen
 class ConcurrencyLimits:
     """The three limits and the pool they are read from."""
 
@@ -162,7 +163,7 @@ class ConcurrencyLimits:
     admission_blocks_per_request: int
 
 
-@dataclass(frozen=True)
+@frozen
 class ConcurrencyRow:
     """Concurrency at one request length.
 
@@ -195,7 +196,7 @@ class ConcurrencyRow:
         }
 
 
-@dataclass(frozen=True)
+@frozen
 class ConcurrencyReport:
     limits: ConcurrencyLimits
     rows: tuple[ConcurrencyRow, ...]
@@ -324,7 +325,7 @@ def concurrency_at(plan: Any, request_tokens: int) -> int:
     return rep.rows[0].effective
 
 
-@dataclass(frozen=True)
+@frozen
 class Headline:
     """The answer of a plan in one line's worth of data: does vLLM start, how many KV tokens,
     how many requests of ``context_tokens`` run at once, and which limit binds there."""
@@ -358,7 +359,7 @@ def headline(plan: Any, context_tokens: int | None = None) -> Headline:
                     outcome=v.outcome, kv_cache_tokens_range=rng)
 
 
-@dataclass(frozen=True)
+@frozen
 class ArrivalRun:
     """A simulation run and how its arrivals were set: ``per_step`` is the rate the scheduler
     saw; ``step_s`` the mean step time that converted a per-second rate (None otherwise)."""

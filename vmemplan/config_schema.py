@@ -17,10 +17,11 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from vmemplan.core.errors import ModelConfigError, UsageError
+from vmemplan.core.frozen import frozen
 
 __all__ = ["FIELDS", "FAMILIES", "TRANSFORMERS_DEFAULTS", "with_transformers_defaults", "validate_config", "validate_quantization", "check_quantization_flag"]
 
@@ -28,7 +29,7 @@ _DIM = 1 << 20  # hidden sizes are ~2^14; ~1M is beyond any model
 _COUNT = 1 << 16  # heads, experts, layers: real models stay below 1,024
 
 
-@dataclass(frozen=True)
+@frozen
 class Field:
     """``kind``: "int" (whole number, bool refused), "float" (finite), "bool", "ints" (a list of ints)."""
 

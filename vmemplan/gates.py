@@ -6,13 +6,14 @@ the exit code (3 when one is not met) read the same :class:`Gate`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
+
+from vmemplan.core.frozen import frozen
 
 __all__ = ["Gate", "evaluate_gates"]
 
 
-@dataclass(frozen=True)
+@frozen
 class Gate:
     """One target: ``value`` is what the plan reaches, ``ok`` whether it meets ``target``."""
 

@@ -11,10 +11,11 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from vmemplan.core.errors import ModelConfigError
+from vmemplan.core.frozen import frozen
 
 __all__ = ["ModelConfig", "config_value_guard"]
 
@@ -223,7 +224,7 @@ def _torch_dtype(text: Mapping[str, Any], raw: Mapping[str, Any]) -> str:
     return dtype.removeprefix("torch.")
 
 
-@dataclass(frozen=True)
+@frozen
 class ModelConfig:
     """The language model's dimensions, resolved as vLLM resolves them.
 

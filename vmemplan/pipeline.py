@@ -22,9 +22,10 @@ release applies it), the remainder as the KV pool, then blocks, tokens and concu
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from vmemplan.core.frozen import frozen
 from vmemplan.core.graph import GraphContext
 from vmemplan.core.records import evolve
 from vmemplan.core.units import format_gib
@@ -144,7 +145,7 @@ def pool_context(req: ResolvedRequest) -> PoolContext:
 # --------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@frozen
 class Stage:
     """One pipeline stage's share of the model: its weights (and EPLB copies) and KV specs."""
 
@@ -154,7 +155,7 @@ class Stage:
     kv_specs: Mapping[str, Any]
 
 
-@dataclass(frozen=True)
+@frozen
 class ModelGraph:
     """The model on this deployment's ranks: one :class:`Stage` per pipeline stage."""
 
@@ -287,7 +288,7 @@ def _weight_term_provenance(req: ResolvedRequest, ctx: GraphContext) -> list[Pro
 # --------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@frozen
 class Measured:
     """Figures a startup log measured, substituted for the pipeline's own.  ``None`` keeps the
     pipeline's figure.  ``explain-log`` passes the log's figures; a plan's own figures passed
@@ -300,7 +301,7 @@ class Measured:
     cuda_graph_bytes: int | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class Budget:
     """The budget and, per pipeline stage, what it leaves for the KV cache."""
 

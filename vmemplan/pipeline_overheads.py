@@ -7,9 +7,10 @@ each from the resolved request and its model graph (pure).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from vmemplan.core.frozen import frozen
 from vmemplan.core.units import dtype_bytes
 from vmemplan.result import Provenance
 
@@ -31,7 +32,7 @@ def _num_speculative_tokens(req: ResolvedRequest) -> int:
 # --------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@frozen
 class Overheads:
     """What the profile run, the graphs and the runtime take besides weights and KV."""
 

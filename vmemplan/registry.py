@@ -11,12 +11,12 @@ from __future__ import annotations
 import functools
 import os
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from vmemplan.core import constraints as at
 from vmemplan.core.errors import RegistryInvalid
+from vmemplan.core.frozen import frozen
 from vmemplan.core.records import Record as _Record
 from vmemplan.core.records import validate
 from vmemplan.sources.cache import retry_uncached as _retry_uncached
@@ -28,21 +28,21 @@ if TYPE_CHECKING:
 __all__ = ["Gpu", "Registry", "registry_dir", "load_registry", "parse_gpus"]
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class GpuSource(_Record):
     fact: str
     kind: str
     ref: str
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class Interconnect(_Record):
     kind: str
     gbps_bidirectional: float | None = None
     pcie_gbps_bidirectional: float | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class BatchTier(_Record):
     threshold_input_gib: float | None = None
     v1_name_rule: str | None = None
@@ -50,7 +50,7 @@ class BatchTier(_Record):
     memory_rule_with_160gib_tier: str | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class Gpu(_Record):
     """One accelerator.  ``total_memory_bytes`` is what CUDA/HIP reports as the device total
     (``torch.cuda.mem_get_info()[1]``): the figure vLLM multiplies by

@@ -11,11 +11,12 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Annotated, Any, Literal
 
 from vmemplan.core import constraints as at
 from vmemplan.core.errors import RegistryInvalid, UsageError
+from vmemplan.core.frozen import frozen
 from vmemplan.core.records import Record as _Record
 from vmemplan.core.records import validate
 from vmemplan.laws.activation import ActivationConstants
@@ -64,7 +65,7 @@ def _memo(fn: Any) -> Any:
     return wrapper
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class Constant(_Record):
     """One registry number with its provenance."""
 
@@ -74,7 +75,7 @@ class Constant(_Record):
     vllm_version: Annotated[str, at.MinLen(1)]
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class ConstantTable(_Record):
     """A table of registry numbers (keyed by tp, world size or mode) with its provenance."""
 
@@ -84,7 +85,7 @@ class ConstantTable(_Record):
     vllm_version: Annotated[str, at.MinLen(1)]
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class SamplerReleaseDefault(_Record):
     """A sampler path that is the default only for the releases before ``vllm_before`` (within
     the era), with the vLLM source that says so."""
@@ -94,7 +95,7 @@ class SamplerReleaseDefault(_Record):
     source: Annotated[str, at.MinLen(1)]
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class SamplerRegistry(_Record):
     default_path: str
     paths: dict[str, Constant]
@@ -117,7 +118,7 @@ class SamplerRegistry(_Record):
         return self.default_path
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class FusedMoeRegistry(_Record):
     """How one release era's fused-MoE call lays out its workspaces (read from vLLM's code)."""
 
@@ -129,7 +130,7 @@ class FusedMoeRegistry(_Record):
     calibrated_by: Annotated[str, at.MinLen(1)]  # corpus logs that check it, or "none"
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class ActivationRegistry(_Record):
     dense_hidden_buffers: Constant
     dense_intermediate_buffers: Constant
@@ -138,7 +139,7 @@ class ActivationRegistry(_Record):
     sampler: SamplerRegistry
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class Era(_Record):
     """A span of vLLM releases whose memory accounting works the same way."""
 
@@ -167,14 +168,14 @@ class Era(_Record):
         return self.vllm_before is None or version < parse_vllm_version(self.vllm_before)
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class CudaGraphFamilyRegistry(_Record):
     floor_bytes: Constant
     per_token_hidden_layer_bytes: Constant
     per_graph_bytes: Constant
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class CudaGraphRegistry(_Record):
     flat_bytes_by_mode: ConstantTable
     families: dict[Literal["piecewise", "full"], CudaGraphFamilyRegistry] | None = None
@@ -185,14 +186,14 @@ class CudaGraphRegistry(_Record):
             raise ValueError(f"unknown CUDA graph modes {sorted(map(str, unknown))}")
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class PreBudgetRegistry(_Record):
     cuda_context_bytes: Constant
     workspace_bytes: Constant
     communicator_bytes_by_world_size: ConstantTable
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class CostModel(_Record):
     """The whole cost-model registry, validated."""
 
@@ -334,7 +335,7 @@ _CONSTANT_NAMES = (
 )
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class SpeedConstants(_Record):
     """The tunable constants of the speed model, each with the text saying where it came from."""
 

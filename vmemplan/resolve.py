@@ -9,10 +9,11 @@ vLLM itself would reject.  I/O happens only through ``load_registry`` and
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
 from vmemplan.core.errors import UsageError, VmemplanError
+from vmemplan.core.frozen import frozen
 from vmemplan.core.graph import GraphContext
 from vmemplan.laws.quant_config import scheme_for
 from vmemplan.model_config import ModelConfig, config_value_guard
@@ -33,7 +34,7 @@ KV_CACHE_DTYPES = ("auto", "bfloat16", "float16", "fp8", "fp8_e4m3", "fp8_e5m2",
 DTYPES = ("auto", "bfloat16", "float16", "half", "float32", "float")
 
 
-@dataclass(frozen=True)
+@frozen
 class ResolvedRequest:
     """Every value the laws need, defaults applied, plus where each came from."""
 

@@ -7,8 +7,10 @@ added, never renamed or dropped (``schema_version`` 1).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, field
 from typing import TYPE_CHECKING, Any, Literal
+
+from vmemplan.core.frozen import frozen
 
 if TYPE_CHECKING:
     from vmemplan.laws.bands import KvBand
@@ -22,7 +24,7 @@ SCHEMA_VERSION = 1
 Kind = Literal["exact", "estimated", "given"]
 
 
-@dataclass(frozen=True)
+@frozen
 class Provenance:
     """Where one figure came from: exact (config + vLLM's rules), estimated (cost model, with
     which constant), or given (by the user or a log)."""
@@ -33,7 +35,7 @@ class Provenance:
     source: str
 
 
-@dataclass(frozen=True)
+@frozen
 class PerRank:
     weights_bytes: int
     activation_peak_bytes: int
@@ -54,7 +56,7 @@ class PerRank:
     stage: int = 0
 
 
-@dataclass(frozen=True)
+@frozen
 class KvGroup:
     kind: str
     layers: int
@@ -63,7 +65,7 @@ class KvGroup:
     blocks_per_request: int
 
 
-@dataclass(frozen=True)
+@frozen
 class KvCacheSummary:
     bytes_per_token: int | None
     block_size: int
@@ -81,7 +83,7 @@ class KvCacheSummary:
     no_bytes_per_token_reason: str | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class Verdict:
     """``starts``: the central estimate starts.  ``outcome`` adds the error band: "starts" only
     when the band's low end starts too, "may_not_start" when the band straddles the line,
@@ -93,7 +95,7 @@ class Verdict:
     outcome: Literal["starts", "may_not_start", "does_not_start"] | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class EngineSettings:
     """The engine settings a plan was made with, every default applied (vLLM's names)."""
 
@@ -117,7 +119,7 @@ class EngineSettings:
         return asdict(self)
 
 
-@dataclass(frozen=True)
+@frozen
 class MemoryPlan:
     """Everything vmemplan knows about one deployment, per rank."""
 

@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from vmemplan.core import constraints as at
 from vmemplan.core.errors import RegistryInvalid, UsageError
+from vmemplan.core.frozen import frozen
 from vmemplan.core.records import Record as _Record
 from vmemplan.core.records import validate
 from vmemplan.core.version import parse_version
@@ -71,7 +71,7 @@ _PACK_ID = re.compile(r"^v\d+\.\d+(\.\d+)?(-v0|-v1)?$")
 # --------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class RulesPack(_Record):
     """All release-dependent rules of one vLLM release line.
 

@@ -10,17 +10,18 @@ field name -> "vllm/file.py::function (version)").
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import field, fields
 from typing import Annotated, Generic, Literal, TypeVar
 
 from vmemplan.core import constraints as at
+from vmemplan.core.frozen import frozen
 from vmemplan.core.records import Record as _Record
 from vmemplan.core.records import set_fields
 
 T = TypeVar("T")
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class Sourced(_Record, Generic[T]):
     """A rule value plus the vLLM file::function (and release) it was read from."""
 
@@ -28,7 +29,7 @@ class Sourced(_Record, Generic[T]):
     source: Annotated[str, at.MinLen(1)]
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class _WithSources(_Record):
     """A rules section whose ``sources`` map must cover every field that is set.
 
@@ -61,7 +62,7 @@ class _WithSources(_Record):
 # --------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class Defaults(_Record):
     """Engine defaults that the planner needs when a flag is not given.
 
@@ -85,7 +86,7 @@ class Defaults(_Record):
 # --------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class BatchTier(_Record):
     """One device tier of the serve-mode (OpenAI API server) scheduler defaults.
 
@@ -130,7 +131,7 @@ class BatchTier(_Record):
         return True
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class BatchDefaults(_WithSources):
     """Serve-mode defaults of ``max_num_batched_tokens`` and ``max_num_seqs``.
 
@@ -223,7 +224,7 @@ class BatchDefaults(_WithSources):
 # --------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class CudaGraphRules(_WithSources):
     """Default CUDA-graph mode and the default capture-size list.
 
@@ -350,7 +351,7 @@ class CudaGraphRules(_WithSources):
 # --------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class BudgetRules(_WithSources):
     """How the release turns device memory into KV-cache bytes.
 
@@ -385,7 +386,7 @@ class BudgetRules(_WithSources):
     notes: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class KvCacheRules(_WithSources):
     """How blocks, the logged token count and the logged concurrency are derived.
 
@@ -421,7 +422,7 @@ class KvCacheRules(_WithSources):
 ValueFormat = Literal["gib_float", "format_gib"]
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class LogFormats(_WithSources):
     """The exact printf-style format strings this release prints (``%`` formatting).
 

@@ -28,6 +28,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from vmemplan.core.errors import UsageError, VmemplanError
+from vmemplan.core.frozen import frozen
 from vmemplan.sweep_grid import Kind, Steps
 from vmemplan.sweep_grid import product as _product
 
@@ -61,7 +62,7 @@ MAX_POINTS = DEFAULT_MAX_POINTS  # the old name
 #: Shapes (the steps before the budget) kept for reuse; bounded, so a long sweep runs in flat memory.
 SHAPE_CACHE = 256
 
-@dataclass(frozen=True)
+@frozen
 class FlagSpec:
     """A flag a sweep can vary: its CLI name, the PlanInputs field (vLLM's name) and its type."""
 
@@ -117,7 +118,7 @@ def flag_spec(name: str) -> FlagSpec:
     raise UsageError(f"unknown flag to vary: {name!r}", hint="vary one of: " + ", ".join(VARY_FLAGS))
 
 
-@dataclass(frozen=True)
+@frozen
 class Vary:
     flag: FlagSpec
     values: Sequence[Any]  # a tuple, or a lazy :class:`Steps` range
@@ -259,7 +260,7 @@ def build_grid(varies: Sequence[Vary], max_points: int = DEFAULT_MAX_POINTS) -> 
 # --------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@frozen
 class SweepPoint:
     """One planned point.  ``error`` is set (and the figures are None) when the flags are refused."""
 

@@ -8,10 +8,11 @@ flag) that moves the answer most.  Pure: it reads only the points it is given.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
 from vmemplan.core.errors import UsageError
+from vmemplan.core.frozen import frozen
 
 if TYPE_CHECKING:
     from vmemplan.sweep import SweepPoint, Vary
@@ -24,7 +25,7 @@ __all__ = ["Lever", "SolveResult", "Target", "solve"]
 # --------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@frozen
 class Target:
     """What a deployment must reach: at least ``min_concurrency`` requests of ``request_tokens``
     at once, and/or at least ``min_kv_tokens`` of KV cache."""
@@ -69,7 +70,7 @@ class Target:
         return True
 
 
-@dataclass(frozen=True)
+@frozen
 class Lever:
     """One single-flag change from the baseline point and what it does to the target figure."""
 
@@ -85,7 +86,7 @@ class Lever:
         return self.after - self.before
 
 
-@dataclass(frozen=True)
+@frozen
 class SolveResult:
     target: Target
     answer: SweepPoint | None

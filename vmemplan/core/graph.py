@@ -7,8 +7,9 @@ produce them, laws (``vmemplan.laws``) price them; both import them from here.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Literal
+
+from vmemplan.core.frozen import frozen
 
 __all__ = ["GraphContext", "WeightKind", "WeightTensor", "attention_scales"]
 
@@ -17,7 +18,7 @@ WeightKind = Literal[
 ]
 
 
-@dataclass(frozen=True)
+@frozen
 class WeightTensor:
     """One parameter tensor (or persistent buffer) as a rank holds it.
 
@@ -57,7 +58,7 @@ class WeightTensor:
         return self.rows * self.cols * self.count
 
 
-@dataclass(frozen=True)
+@frozen
 class GraphContext:
     """What an adapter needs to know about the deployment, for one rank."""
 

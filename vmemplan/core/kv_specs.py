@@ -35,10 +35,11 @@ public names are re-exported here.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import KW_ONLY, dataclass, field
+from dataclasses import KW_ONLY, field
 from typing import ClassVar, Union
 
 from vmemplan.core.errors import UsageError
+from vmemplan.core.frozen import frozen
 from vmemplan.core.kv_spec_base import (
     MambaCacheMode,
     PoolContextLike,
@@ -79,7 +80,7 @@ __all__ = [
 # --------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@frozen
 class _HeadAttentionFields(_AttentionMixin):
     """The fields every per-head attention spec shares: the five leading positional ones
     (block, heads, head size, cache dtype, element width) and, keyword-only, the page knobs
@@ -115,7 +116,7 @@ def _apply_alignment(real: int, alignment: int | None, padded: int | None) -> in
     return aligned if aligned != real else padded
 
 
-@dataclass(frozen=True)
+@frozen
 class _LatentAttentionFields(_AttentionMixin):
     """The fields and page of a latent (MLA) record cache, shared by :class:`MLAAttentionSpec`
     and :class:`SlidingWindowMLASpec`: one record per stored token, no separate V, the
@@ -223,7 +224,7 @@ class _SlidingWindowLaws(_AdmissionCapLaws):
         return cdiv(min(tokens, ctx.max_model_len), self.block_size) + 1
 
 
-@dataclass(frozen=True)
+@frozen
 class FullAttentionSpec(_GrowingLaws, _HeadAttentionFields):
     """Full attention: every token of the context is cached.
 
@@ -242,7 +243,7 @@ class FullAttentionSpec(_GrowingLaws, _HeadAttentionFields):
     kind = "full_attention"
 
 
-@dataclass(frozen=True)
+@frozen
 class SlidingWindowSpec(_SlidingWindowLaws, _HeadAttentionFields):
     """Sliding-window attention: a ring bounded by the window (laws in
     :class:`_SlidingWindowLaws`).  Mirrors SlidingWindowSpec in
@@ -257,7 +258,7 @@ class SlidingWindowSpec(_SlidingWindowLaws, _HeadAttentionFields):
     _positive = ("block_size", "sliding_window")
 
 
-@dataclass(frozen=True)
+@frozen
 class ChunkedLocalAttentionSpec(_AdmissionCapLaws, _HeadAttentionFields):
     """Chunked local attention (Llama-4 local layers).
 
@@ -280,7 +281,7 @@ class ChunkedLocalAttentionSpec(_AdmissionCapLaws, _HeadAttentionFields):
         return cdiv(min(tokens, ctx.max_model_len), self.block_size)
 
 
-@dataclass(frozen=True)
+@frozen
 class MLAAttentionSpec(_GrowingLaws, _LatentAttentionFields):
     """Latent (MLA) cache: one compressed vector per stored token, no separate V.
 
@@ -303,7 +304,7 @@ class MLAAttentionSpec(_GrowingLaws, _LatentAttentionFields):
         return self.compress_ratio
 
 
-@dataclass(frozen=True)
+@frozen
 class SlidingWindowMLASpec(_SlidingWindowLaws, _LatentAttentionFields):
     """Sliding-window ring in a latent record format (DeepSeek-V4 window caches).
 
@@ -322,7 +323,7 @@ class SlidingWindowMLASpec(_SlidingWindowLaws, _LatentAttentionFields):
     _positive = ("block_size", "sliding_window")
 
 
-@dataclass(frozen=True)
+@frozen
 class CircularBufferSpec(_HeadAttentionFields):
     """One block per request for the whole request (DeepSeek-V4.1 compressor state:
     the open group's raw rows).  ``max_memory_usage_bytes = page``.  Mirrors
@@ -342,7 +343,7 @@ class CircularBufferSpec(_HeadAttentionFields):
         return 1
 
 
-@dataclass(frozen=True)
+@frozen
 class CrossAttentionSpec(_HeadAttentionFields):
     """Encoder-decoder cross attention: caches the encoder output,
     ``cdiv(max_num_encoder_input_tokens, block_size)`` pages.  Mirrors
@@ -365,7 +366,7 @@ class CrossAttentionSpec(_HeadAttentionFields):
         return self._pages(ctx)
 
 
-@dataclass(frozen=True)
+@frozen
 class EncoderOnlyAttentionSpec(_HeadAttentionFields):
     """Encoder-only attention: no KV cache kept (``max_memory_usage_bytes = 0``)."""
 
@@ -383,7 +384,7 @@ class EncoderOnlyAttentionSpec(_HeadAttentionFields):
 # --------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@frozen
 class MambaSpec(_SpecBase):
     """Recurrent (Mamba / GDN / KDA ...) state of one layer, per rank.
 
@@ -455,7 +456,7 @@ class MambaSpec(_SpecBase):
 # --------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@frozen
 class UniformTypeKVCacheSpecs(_SpecBase):
     """Layers of one attention type (same token slots per request) but different
     pages, bundled into one group: the page is the *sum* of the layers' pages and a

@@ -7,10 +7,10 @@ does not print from the release's rules pack (and naming each assumption);
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from vmemplan.core.errors import UsageError, VmemplanError
+from vmemplan.core.frozen import frozen
 from vmemplan.explain.parse import Startup
 
 if TYPE_CHECKING:
@@ -144,7 +144,7 @@ def version_from_format(fmt: str) -> str | None:
     return _FORMAT_VERSION.get(fmt)
 
 
-@dataclass(frozen=True)
+@frozen
 class Baseline:
     """The engine settings a startup ran with, with the ones that were not in the log named."""
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from vmemplan.core.frozen import frozen
 from vmemplan.explain.accumulator import Acc
 from vmemplan.explain.pyliteral import norm_dtype, parse_config, parse_dict_literal
 
@@ -30,7 +30,7 @@ def to_int(text: str) -> int:
     return int(text.replace(",", ""))
 
 
-@dataclass(frozen=True)
+@frozen
 class Hit:
     """One record a rule fired on: its first line's number, text, printing process and the kinds of
     every rule that fired on it."""

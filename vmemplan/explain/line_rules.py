@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 
+from vmemplan.core.frozen import frozen
 from vmemplan.explain import failure_lines as fail
 from vmemplan.explain import line_handlers as h
 from vmemplan.explain import memory_lines as mem
@@ -33,7 +33,7 @@ from vmemplan.explain.line_handlers import NUM, Hit, Put, read
 __all__ = ["LineRule", "RULES", "rules_for", "BOUNDARY_KINDS"]
 
 
-@dataclass(frozen=True)
+@frozen
 class LineRule:
     """One kind of startup line: how to spot it, who prints it, what it yields."""
 

@@ -23,11 +23,11 @@ Pure apart from :func:`link_model`, which reads config files through
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import PurePosixPath, PureWindowsPath
 from typing import TYPE_CHECKING, Any
 
 from vmemplan.core.errors import VmemplanError
+from vmemplan.core.frozen import frozen
 
 if TYPE_CHECKING:
     from vmemplan.model_config import ModelConfig
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 __all__ = ["ModelLink", "link_model", "model_dtype_name", "kv_dtype_bytes"]
 
 
-@dataclass(frozen=True)
+@frozen
 class ModelLink:
     """A model reference from a log (or ``--model``) resolved to a config.
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
+from vmemplan.core.frozen import frozen
 from vmemplan.explain.startup import FIGURE_JSON_KEYS, Figures, Startup
 
 __all__ = ["SCHEMA_VERSION", "Binding", "Check", "ExplainedLine", "Report", "Suggestion", "report_to_json"]
@@ -15,7 +15,7 @@ __all__ = ["SCHEMA_VERSION", "Binding", "Check", "ExplainedLine", "Report", "Sug
 SCHEMA_VERSION = 1
 
 
-@dataclass(frozen=True)
+@frozen
 class Check:
     """One cross-check between figures of the log; ``detail`` shows the arithmetic."""
 
@@ -31,7 +31,7 @@ class Check:
         return out
 
 
-@dataclass(frozen=True)
+@frozen
 class Suggestion:
     """Something the user should act on (``severity`` "warning") or know ("info")."""
 
@@ -43,7 +43,7 @@ class Suggestion:
         return {"name": self.name, "severity": self.severity, "detail": self.detail}
 
 
-@dataclass(frozen=True)
+@frozen
 class ExplainedLine:
     number: int
     text: str
@@ -56,7 +56,7 @@ class ExplainedLine:
                 "kind": self.kind, "rank": self.rank}
 
 
-@dataclass(frozen=True)
+@frozen
 class Binding:
     """The rank whose figures set every rank's pool, when it is not the primary rank (rank 0).
 
@@ -76,7 +76,7 @@ class Binding:
         return {"rank": self.rank, "primary_rank": self.primary_rank, "basis": self.basis}
 
 
-@dataclass(frozen=True)
+@frozen
 class Report:
     startup: Startup
     lines: tuple[ExplainedLine, ...]

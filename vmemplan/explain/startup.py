@@ -7,8 +7,10 @@ Pure data; the parser that fills them is :mod:`vmemplan.explain.parse`.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import field, fields
 from typing import Any
+
+from vmemplan.core.frozen import frozen
 
 __all__ = ["FIGURE_JSON_KEYS", "FIGURE_NAMES", "GIB", "Figures", "LogLine", "Startup", "half_unit_bytes"]
 
@@ -37,7 +39,7 @@ FIGURE_JSON_KEYS: tuple[str, ...] = (
 )
 
 
-@dataclass(frozen=True)
+@frozen
 class Figures:
     """The numbers one startup (or one rank of it) printed.  ``None`` = not in the log.
 
@@ -98,7 +100,7 @@ class Figures:
         return out
 
 
-@dataclass(frozen=True)
+@frozen
 class LogLine:
     """One recognised log record: 1-based line ``number`` of its first physical line in the input,
     its text (ANSI removed, terminal wrapping joined), what ``kind`` of figure it carries, and the
@@ -110,7 +112,7 @@ class LogLine:
     rank: int | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class Startup:
     """One startup attempt found in a log."""
 

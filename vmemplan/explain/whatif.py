@@ -30,10 +30,11 @@ frozen :class:`WhatIf` out.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any, Mapping
 
 from vmemplan.core.errors import VmemplanError
+from vmemplan.core.frozen import frozen
 from vmemplan.explain.baseline import (
     WHAT_IF_FLAGS,
     Baseline,
@@ -77,7 +78,7 @@ __all__ = [
 # --------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@frozen
 class WhatIf:
     """One re-plan of a logged startup with ``changes`` applied together.
 

@@ -12,11 +12,11 @@ Used by :mod:`vmemplan.explain.whatif`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from vmemplan import pipeline
 from vmemplan.core.errors import VmemplanError
+from vmemplan.core.frozen import frozen
 from vmemplan.explain.baseline import Baseline
 from vmemplan.explain.parse import Startup
 
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 __all__ = ["Setting", "Steps", "model_check_inputs", "model_free_cuda_graph", "model_free_non_torch", "setting_of"]
 
 
-@dataclass(frozen=True)
+@frozen
 class Setting:
     version: str
     rules: RulesPack

@@ -24,8 +24,9 @@ how each was obtained.  Everything here is pure integer arithmetic.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any, Literal
+
+from vmemplan.core.frozen import frozen
 
 __all__ = [
     "ActivationConstants",
@@ -41,7 +42,7 @@ __all__ = [
 _FP32_BYTES = 4
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class ActivationConstants:
     """The activation constants of one vLLM release era, resolved from the registry.
 
@@ -66,7 +67,7 @@ class ActivationConstants:
     sampler_fp32_copies: float
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class ActivationEstimate:
     """The estimated profile-run peak, split into its two phases."""
 
@@ -78,7 +79,7 @@ class ActivationEstimate:
     source: str
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class MoeShape:
     """The shapes of one rank's MoE layers that size the fused-MoE call's buffers.
 

@@ -36,10 +36,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import Any, Literal
 
 from vmemplan.core.errors import RegistryInvalid
+from vmemplan.core.frozen import frozen
 
 __all__ = [
     "BandData",
@@ -61,7 +62,7 @@ __all__ = [
 Outcome = Literal["starts", "may_not_start", "does_not_start"]
 
 
-@dataclass(frozen=True)
+@frozen
 class BandResidual:
     """One corpus log's miss on the available KV cache."""
 
@@ -78,7 +79,7 @@ class BandResidual:
 TERMS = ("activation_peak_bytes", "non_torch_bytes", "cuda_graph_bytes")
 
 
-@dataclass(frozen=True)
+@frozen
 class BandData:
     """The residuals the bands are drawn from, with their provenance (registry/bands.yaml)."""
 
@@ -90,7 +91,7 @@ class BandData:
     excluded: tuple[tuple[str, str], ...] = ()  # (log, why it is outside the model's scope)
 
 
-@dataclass(frozen=True)
+@frozen
 class BandWidth:
     """The half-width for one group, and which logs set it."""
 
@@ -100,7 +101,7 @@ class BandWidth:
     logs: tuple[str, ...]
 
 
-@dataclass(frozen=True)
+@frozen
 class KvBand:
     """The band on one plan's KV figures; ``low`` and ``high`` are the ends of each range."""
 
@@ -202,7 +203,7 @@ def _width(data: BandData, pool: list[tuple[BandResidual, float]], era: str, fam
     return BandWidth(data.floor_fraction, "none", "none", ())
 
 
-@dataclass(frozen=True)
+@frozen
 class TermBand:
     """The band on one estimated term: ``estimate ± half_width`` (the low end floored at 0)."""
 

@@ -17,8 +17,9 @@ Two eras, selected by the rules pack (``budget.formula``):
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Literal
+
+from vmemplan.core.frozen import frozen
 
 __all__ = ["requested_memory_bytes", "AvailableKv", "available_kv_cache_bytes"]
 
@@ -31,7 +32,7 @@ def requested_memory_bytes(total_memory_bytes: int, gpu_memory_utilization: floa
     return math.ceil(product) if rounding == "ceil" else int(product)
 
 
-@dataclass(frozen=True)
+@frozen
 class AvailableKv:
     requested_bytes: int
     non_kv_bytes: int  # what the formula subtracts from the budget

@@ -29,10 +29,10 @@ are not distinguished here.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from vmemplan.core.errors import UsageError
+from vmemplan.core.frozen import frozen
 
 __all__ = ["CompilationChoice", "LEVEL_CUDAGRAPH_MODE", "COMPILATION_MODES", "MODELLED_KEYS", "NO_EFFECT_KEYS",
            "parse_optimization_level", "choose_cudagraph_mode", "without_piecewise"]
@@ -48,7 +48,7 @@ MODELLED_KEYS = frozenset({"mode", "cudagraph_mode", "cudagraph_capture_sizes", 
 NO_EFFECT_KEYS = frozenset({"debug_dump_path", "cache_dir", "compile_cache_save_format", "cudagraph_num_of_warmups"})
 
 
-@dataclass(frozen=True)
+@frozen
 class CompilationChoice:
     """What vLLM 0.33.0 settles on: the CUDA-graph mode, the compilation mode, the capture-size
     keys the compilation config gives, and what vLLM logs on the way (notes)."""

@@ -15,10 +15,11 @@ import functools
 import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Literal
 
 from vmemplan.core.errors import UsageError
+from vmemplan.core.frozen import frozen
 from vmemplan.core.kv_specs import (
     LATENT_SPECS,
     WINDOW_SPECS,
@@ -53,7 +54,7 @@ TokensFormula = Literal["blocks_x_block_size", "blocks_div_groups_x_min_block", 
 LayoutChoice = Literal["auto", "layer_outermost", "block_outermost"]
 
 
-@dataclass(frozen=True)
+@frozen
 class PoolContext:
     """The engine settings the pool laws read (release-dependent knobs come from the
     rules packs; defaults are vLLM 0.33.0's).
@@ -130,7 +131,7 @@ class PoolContext:
         return replace(self, max_model_len=max_model_len)
 
 
-@dataclass(frozen=True)
+@frozen
 class KvCacheGroup:
     """One KV cache group: layers sharing one block table.
 

@@ -18,11 +18,12 @@ Pipeline (vllm/v1/core/kv_cache_planning.py, 0.33.0):
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from fractions import Fraction
 from typing import Any
 
 from vmemplan.core.errors import BadInput, UsageError
+from vmemplan.core.frozen import frozen
 from vmemplan.core.kv_specs import (
     FullAttentionSpec,
     MLAAttentionSpec,
@@ -62,7 +63,7 @@ __all__ = [
 # --------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@frozen
 class PoolPlan:
     """The KV cache pool one rank gets and what one request costs in it.
 
@@ -350,7 +351,7 @@ def _project(groups: Sequence[KvCacheGroup], worker: Mapping[str, Spec], block_o
     return tuple(out)
 
 
-@dataclass(frozen=True)
+@frozen
 class PoolLayout:
     """The grouping of every worker's layers, which does not depend on the bytes available:
     the global groups and each worker's projection of them (empty workers dropped)."""

@@ -25,9 +25,9 @@ are under a megabyte and left out.  MoE experts (FusedMoEWithLoRA) are not model
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
+from vmemplan.core.frozen import frozen
 from vmemplan.laws.weights import cuda_allocated_bytes
 
 __all__ = ["LoraConfig", "LoraBytes", "lora_stacked_bytes", "dense_lora_layers"]
@@ -35,7 +35,7 @@ __all__ = ["LoraConfig", "LoraBytes", "lora_stacked_bytes", "dense_lora_layers"]
 _DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "half": 2, "float32": 4, "float": 4}
 
 
-@dataclass(frozen=True)
+@frozen
 class LoraConfig:
     """vLLM's LoRAConfig fields that size the buffers (vllm/config/lora.py, 0.33.0 defaults:
     max_loras 1, max_lora_rank 16, lora_dtype auto = the model dtype)."""
@@ -46,7 +46,7 @@ class LoraConfig:
     fully_sharded_loras: bool = False
 
 
-@dataclass(frozen=True)
+@frozen
 class LinearShape:
     """One wrapped linear layer: ``parallel`` is "column" or "row"; ``output_slices`` are the
     full (unsharded) output widths of its packed slices."""
@@ -57,7 +57,7 @@ class LinearShape:
     output_slices: tuple[int, ...]
 
 
-@dataclass(frozen=True)
+@frozen
 class LoraBytes:
     total_bytes: int
     tensors: int

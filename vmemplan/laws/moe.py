@@ -19,14 +19,13 @@ Pure integer arithmetic.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from vmemplan.core.errors import UsageError
+from vmemplan.core.frozen import frozen
 
 __all__ = ["ExpertPlacement", "expert_placement", "local_expert_counts", "eplb_state_bytes", "moe_shard"]
 
 
-@dataclass(frozen=True)
+@frozen
 class ExpertPlacement:
     """The expert layout of one MoE layer across the MoE group, and the rank reported."""
 

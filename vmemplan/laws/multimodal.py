@@ -23,9 +23,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from vmemplan.core.errors import UsageError
+from vmemplan.core.frozen import frozen
 
 __all__ = [
     "DEFAULT_MM_LIMIT",
@@ -228,7 +229,7 @@ def pixtral_image_tokens(width: int, height: int, *, image_size: int, patch_size
 # --------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@frozen
 class EncoderBudget:
     """The encoder budget vLLM derives at startup.
 
@@ -361,7 +362,7 @@ def encoder_activation_bytes(*, num_items: int, patches_per_item: int, hidden_si
     return math.ceil(tokens * width * dtype_bytes)
 
 
-@dataclass(frozen=True)
+@frozen
 class MmProfile:
     """What the multimodal part of the profile run holds.
 

@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Literal
 
 from vmemplan.core.errors import RegistryInvalid, UsageError
+from vmemplan.core.frozen import frozen
 
 __all__ = [
     "CUDA_GRAPH_MODES",
@@ -53,7 +53,7 @@ def _lookup_by_key_at_most(table: Mapping[int, float], key: int) -> float:
 # --------------------------------------------------------------------------- resolved constants
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class CudaGraphFamily:
     """Cost of one capture family: the first (largest) capture and each later one."""
 
@@ -62,7 +62,7 @@ class CudaGraphFamily:
     per_graph_bytes: int
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class CudaGraphConstants:
     """Flat figures per mode, and optional per-family costs (keys ``piecewise`` and ``full``)."""
 
@@ -71,7 +71,7 @@ class CudaGraphConstants:
     families: dict[str, CudaGraphFamily] | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class CommunicatorConstants:
     """The NCCL communicator and custom all-reduce buffers by world size, as one release holds
     them: the part the pre-budget and the non-torch figures share."""
@@ -86,7 +86,7 @@ class CommunicatorConstants:
         return int(_lookup_by_key_at_most(self.communicator_bytes_by_world_size, world_size))
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class PreBudgetConstants(CommunicatorConstants):
     """What is held before vLLM reads its memory snapshot: the communicators, the CUDA context
     and the workspace."""
@@ -95,7 +95,7 @@ class PreBudgetConstants(CommunicatorConstants):
     workspace_bytes: int
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class NonTorchConstants(CommunicatorConstants):
     """Non-torch growth inside the budget for one era: ``base_bytes``, plus the communicators
     where the release initialises them after the snapshot."""
@@ -107,7 +107,7 @@ class NonTorchConstants(CommunicatorConstants):
 # --------------------------------------------------------------------------- results
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class CudaGraphEstimate:
     """The CUDA-graph figure and how it was reached."""
 
@@ -120,7 +120,7 @@ class CudaGraphEstimate:
     method: Literal["none", "per_family", "flat"]
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class PreBudget:
     """Memory taken before the utilization budget is measured (outside it)."""
 

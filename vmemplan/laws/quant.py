@@ -48,8 +48,9 @@ import functools
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 
+from vmemplan.core.frozen import frozen
 from vmemplan.core.graph import WeightTensor
 from vmemplan.core.units import dtype_bytes
 
@@ -101,7 +102,7 @@ def marlin_padded_nk(size_n: int, size_k: int, group_size: int = -1) -> tuple[in
     return min(cands, key=lambda nk: (nk[0] * nk[1], nk[0] + nk[1]))
 
 
-@dataclass(frozen=True)
+@frozen
 class QuantScheme:
     """Common machinery: exclusions and the per-unit loop.  Subclasses price one unit."""
 
@@ -286,7 +287,7 @@ def _merged_shards(name: str) -> int:
 
 
 # ----------------------------------------------------------------------------------------
-@dataclass(frozen=True)
+@frozen
 class Fp8Scheme(QuantScheme):
     """fp8 e4m3 weights; ``strategy`` is "tensor", "channel" or "block"."""
 
@@ -337,7 +338,7 @@ class Fp8Scheme(QuantScheme):
         return (r, r) if r >= 32 else None
 
 
-@dataclass(frozen=True)
+@frozen
 class WeightOnlyIntScheme(QuantScheme):
     """Integer weights with 16-bit group scales (AWQ, GPTQ, compressed-tensors WNA16)."""
 
@@ -392,7 +393,7 @@ class WeightOnlyIntScheme(QuantScheme):
         return parts
 
 
-@dataclass(frozen=True)
+@frozen
 class W8A8Scheme(QuantScheme):
     """8-bit weights and activations (compressed-tensors int8 or fp8)."""
 
@@ -412,7 +413,7 @@ class W8A8Scheme(QuantScheme):
         return parts
 
 
-@dataclass(frozen=True)
+@frozen
 class NvFp4Scheme(QuantScheme):
     """NVFP4: e2m1 weights, fp8 scales per 16 elements, fp32 global scales."""
 
@@ -479,7 +480,7 @@ def mxfp4_padding(backend: str, vllm_version: tuple[int, ...] | None = None) -> 
     return 64, 1
 
 
-@dataclass(frozen=True)
+@frozen
 class Mxfp4Scheme(QuantScheme):
     """MXFP4 experts (gpt-oss): everything but the routed experts stays 16-bit.
 
@@ -559,7 +560,7 @@ class Mxfp4Scheme(QuantScheme):
         return parts
 
 
-@dataclass(frozen=True)
+@frozen
 class BitsAndBytesScheme(QuantScheme):
     """bitsandbytes: NF4/FP4 (4-bit) or LLM.int8 (8-bit)."""
 

@@ -24,9 +24,8 @@ Rules mirror vLLM 0.33.0:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from vmemplan.core.errors import UsageError
+from vmemplan.core.frozen import frozen
 
 __all__ = [
     "KV_FREE_METHODS",
@@ -55,7 +54,7 @@ MTP_ALIASES = frozenset({
 TARGET_BUILT_METHODS = frozenset({"mtp", "dspark"})
 METHODS = frozenset({"ngram", "ngram_gpu", "draft_model", "suffix", "custom_class", "eagle", "eagle3",
                      "extract_hidden_states", "dflash", "dspark", "mtp"})
-@dataclass(frozen=True)
+@frozen
 class SpeculativeConfig:
     """A parsed ``--speculative-config``."""
 

@@ -17,9 +17,9 @@ their parameter count says; Llama's power-of-two shapes do not.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Protocol
 
+from vmemplan.core.frozen import frozen
 from vmemplan.core.graph import WeightTensor
 from vmemplan.core.units import dtype_bytes
 
@@ -81,7 +81,7 @@ def cuda_allocated_bytes(nbytes: int) -> int:
     return segment if segment - rounded <= _SMALL else rounded
 
 
-@dataclass(frozen=True)
+@frozen
 class WeightBreakdown:
     """Bytes one rank holds, by what they are."""
 

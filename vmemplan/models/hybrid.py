@@ -21,10 +21,10 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from dataclasses import dataclass
 from typing import Any, Literal
 
 from vmemplan.core.errors import UsageError
+from vmemplan.core.frozen import frozen
 from vmemplan.core.graph import GraphContext, WeightTensor
 from vmemplan.core.kv_specs import FullAttentionSpec, MambaSpec, MLAAttentionSpec, kv_dtype_bytes
 from vmemplan.core.units import dtype_bytes
@@ -73,7 +73,7 @@ def _divide(numerator: int, denominator: int, what: str) -> int:
     return numerator // denominator
 
 
-@dataclass(frozen=True)
+@frozen
 class StateTensor:
     """One recurrent-state tensor of one layer, as one rank holds it for one request slot."""
 
@@ -219,7 +219,7 @@ def default_mamba_cache_mode(enable_prefix_caching: bool, requested: str | None 
     return "align"
 
 
-@dataclass(frozen=True)
+@frozen
 class HybridAlignment:
     """Result of the attention/mamba page alignment on one rank.
 

@@ -7,14 +7,13 @@ indexer layers) each have their own table of backends (vllm/v1/attention/backend
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from vmemplan.core.errors import UsageError
+from vmemplan.core.frozen import frozen
 
 __all__ = ["MlaBackendChoice", "select_mla_backend", "select_sparse_mla_backend", "sparse_block_stride_alignment"]
 
 
-@dataclass(frozen=True)
+@frozen
 class MlaBackendChoice:
     """The MLA backend vLLM picks, the block size it leads to and the cache dtype it runs.
 

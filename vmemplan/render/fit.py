@@ -10,8 +10,9 @@ marked droppable, most droppable first, and says which.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
+
+from vmemplan.core.frozen import frozen
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -24,7 +25,7 @@ _EDGE = 1
 _PER_COLUMN = 3
 
 
-@dataclass(frozen=True)
+@frozen
 class Col:
     header: str
     justify: Literal["left", "right"] = "left"

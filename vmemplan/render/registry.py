@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
+from vmemplan.core.frozen import frozen
 from vmemplan.core.units import GIB
 
 if TYPE_CHECKING:
@@ -32,7 +33,7 @@ def is_internal(model_id: str) -> bool:
     return any(p.search(model_id) for p in _INTERNAL)
 
 
-@dataclass(frozen=True)
+@frozen
 class ModelEntry:
     """One row of `vmemplan models`: the id to type, the family, and the other ids that select it."""
 

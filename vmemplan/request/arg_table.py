@@ -14,11 +14,12 @@ from __future__ import annotations
 import difflib
 import functools
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 from vmemplan.core.errors import RegistryInvalid, UsageError
+from vmemplan.core.frozen import frozen
 from vmemplan.sources.cache import retry_uncached
 
 __all__ = ["EFFECTS", "ArgSpec", "ArgTable", "available_tables", "load_arg_table", "removed_flag"]
@@ -27,7 +28,7 @@ __all__ = ["EFFECTS", "ArgSpec", "ArgTable", "available_tables", "load_arg_table
 EFFECTS = ("modelled", "none", "not_modelled")
 
 
-@dataclass(frozen=True)
+@frozen
 class ArgSpec:
     """One argument of ``vllm serve`` (one row of the generated table)."""
 
@@ -55,7 +56,7 @@ class ArgSpec:
         return (longs or list(self.flags))[0]
 
 
-@dataclass(frozen=True)
+@frozen
 class ArgTable:
     """Every argument of one release, indexed by option string and by dest."""
 

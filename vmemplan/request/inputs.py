@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from dataclasses import dataclass
 from typing import Any
 
 from vmemplan.core.errors import UsageError
+from vmemplan.core.frozen import frozen
 
 __all__ = ["PlanInputs", "InputsError"]
 
@@ -37,7 +37,7 @@ def _at_least(minimum: int) -> Any:
     return dataclasses.field(default=None, metadata={"ge": minimum})
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class PlanInputs:
     """The user's choices, with vLLM's flag names.  None means "not set: use the default"."""
 

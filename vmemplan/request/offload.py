@@ -9,15 +9,15 @@ offloader moves are :mod:`vmemplan.laws.offload`'s.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from vmemplan.core.errors import UsageError
+from vmemplan.core.frozen import frozen
 
 __all__ = ["PrefetchOffload", "resolve_offload"]
 
 
-@dataclass(frozen=True)
+@frozen
 class PrefetchOffload:
     """vLLM's PrefetchOffloader settings (vllm/model_executor/offloader/prefetch.py)."""
 

@@ -9,10 +9,10 @@ plan's verdict (exit 3).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from vmemplan.core.errors import UsageError
+from vmemplan.core.frozen import frozen
 from vmemplan.core.units import GIB, format_gib, parse_bytes
 
 __all__ = [
@@ -21,7 +21,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
+@frozen
 class Refusal:
     """A startup vLLM would not finish: its message and what to change."""
 

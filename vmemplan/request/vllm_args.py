@@ -29,11 +29,12 @@ import json
 import re
 import shlex
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 from vmemplan.core.errors import UsageError
+from vmemplan.core.frozen import frozen
 from vmemplan.request.arg_table import EFFECTS, ArgSpec, ArgTable, available_tables, load_arg_table, removed_flag
 from vmemplan.request.config_file import load_config_file
 
@@ -118,7 +119,7 @@ def _convert(spec: ArgSpec, option: str, raw: str) -> Any:
 
 # --- the parsed command ---------------------------------------------------------------------------
 
-@dataclass(frozen=True)
+@frozen
 class ParsedCommand:
     """A vLLM command as vLLM reads it: the engine arguments given (by dest) and their classes."""
 

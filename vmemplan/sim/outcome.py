@@ -8,10 +8,11 @@ them); :mod:`vmemplan.sim.speed` adds wall-clock estimates to them.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING
 
 from vmemplan.core.errors import UsageError
+from vmemplan.core.frozen import frozen
 
 if TYPE_CHECKING:  # pragma: no cover
     from vmemplan.sim.scheduler import SimConfig
@@ -20,7 +21,7 @@ __all__ = ["Percentiles", "RequestTrace", "SimResult", "StepSeries", "TimelineBu
            "weighted_percentiles"]
 
 
-@dataclass(frozen=True)
+@frozen
 class Percentiles:
     """p50 / p90 / p99 of a sample (nearest-rank); all ``None`` for an empty sample."""
 
@@ -29,7 +30,7 @@ class Percentiles:
     p99: float | None
 
 
-@dataclass(frozen=True)
+@frozen
 class RequestTrace:
     """What happened to one request (steps are 0-based; ``None`` where it never got there)."""
 
@@ -49,7 +50,7 @@ class RequestTrace:
         return self.first_token_step - self.arrival_step + 1
 
 
-@dataclass(frozen=True)
+@frozen
 class StepSeries:
     """Per-step records, one entry per simulated step, as seen by the forward pass.
 
@@ -71,7 +72,7 @@ class StepSeries:
     single_step_tokens: tuple[int, ...]
 
 
-@dataclass(frozen=True)
+@frozen
 class TimelineBucket:
     """A stretch of consecutive steps summarised for a terminal picture.
 
@@ -87,7 +88,7 @@ class TimelineBucket:
     decode_tokens: float
 
 
-@dataclass(frozen=True)
+@frozen
 class SimResult:
     """The outcome of :func:`simulate`."""
 

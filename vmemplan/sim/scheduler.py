@@ -52,10 +52,10 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Union
 
 from vmemplan.core.errors import UsageError
+from vmemplan.core.frozen import frozen
 from vmemplan.sim.outcome import (
     Percentiles,
     RequestTrace,
@@ -80,7 +80,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
+@frozen
 class SimConfig:
     """The scheduler limits and the pool size.
 

@@ -32,10 +32,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from vmemplan.core.errors import UsageError
+from vmemplan.core.frozen import frozen
 from vmemplan.sim.scheduler import weighted_percentiles
 
 if TYPE_CHECKING:
@@ -57,7 +57,7 @@ __all__ = [
     "attach_timing",
 ]
 
-@dataclass(frozen=True)
+@frozen
 class GpuSpeed:
     """Peak figures of one GPU, in base units.
 
@@ -99,7 +99,7 @@ class GpuSpeed:
         )
 
 
-@dataclass(frozen=True)
+@frozen
 class SpeedModelInputs:
     """What the speed model needs to know about the model on one rank.
 
@@ -224,7 +224,7 @@ def decode_time_s(
     return step_time_s(0, batch, batch * context_tokens, model, gpu, constants)
 
 
-@dataclass(frozen=True)
+@frozen
 class LatencyRow:
     """One line of :func:`latency_table`: per-user ITL and aggregate output throughput."""
 
@@ -248,7 +248,7 @@ def latency_table(
     return tuple(rows)
 
 
-@dataclass(frozen=True)
+@frozen
 class TimedResult:
     """A :class:`~vmemplan.sim.scheduler.SimResult` with wall-clock estimates (all estimates).
 

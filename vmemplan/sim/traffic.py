@@ -31,10 +31,10 @@ from __future__ import annotations
 
 import math
 import random
-from dataclasses import dataclass
 from typing import Literal, Union
 
 from vmemplan.core.errors import UsageError
+from vmemplan.core.frozen import frozen
 
 __all__ = [
     "Constant",
@@ -76,7 +76,7 @@ def _with_cap(text: str, cap: int | None) -> str:
     return f"{text}:{cap}" if cap is not None else text
 
 
-@dataclass(frozen=True)
+@frozen
 class Constant:
     """Every request gets ``tokens``."""
 
@@ -93,7 +93,7 @@ class Constant:
         return str(self.tokens)
 
 
-@dataclass(frozen=True)
+@frozen
 class Uniform:
     """Uniform over the integers ``lo_tokens .. hi_tokens`` (both included)."""
 
@@ -111,7 +111,7 @@ class Uniform:
         return f"{self.lo_tokens}:{self.hi_tokens}"
 
 
-@dataclass(frozen=True)
+@frozen
 class Normal:
     """Normal(mean, std), rounded, clipped to ``[1, max_tokens]``.
 
@@ -136,7 +136,7 @@ class Normal:
         return _with_cap(f"normal:{self.mean_tokens:g}:{self.std_tokens:g}", self.cap_tokens)
 
 
-@dataclass(frozen=True)
+@frozen
 class LogNormal:
     """Lognormal with arithmetic mean ``mean_tokens`` and shape ``sigma``, rounded, >= 1.
 
@@ -159,7 +159,7 @@ class LogNormal:
         return _with_cap(f"lognormal:{self.mean_tokens:g}:{self.sigma:g}", self.cap_tokens)
 
 
-@dataclass(frozen=True)
+@frozen
 class Exponential:
     """Exponential with mean ``mean_tokens``, rounded, >= 1."""
 
@@ -224,7 +224,7 @@ def parse_dist(text: str) -> Dist:
     raise UsageError(f"bad token distribution {whole!r}", hint=_DIST_HINT)
 
 
-@dataclass(frozen=True)
+@frozen
 class AllAtOnce:
     """Every request arrives at step 0."""
 
@@ -232,7 +232,7 @@ class AllAtOnce:
         return "all-at-once"
 
 
-@dataclass(frozen=True)
+@frozen
 class Rate:
     """``requests_per_step`` arrivals per scheduler step, as a Poisson process or evenly spaced."""
 
@@ -246,7 +246,7 @@ class Rate:
 Arrival = Union[AllAtOnce, Rate]
 
 
-@dataclass(frozen=True)
+@frozen
 class PerSecond:
     """``requests_per_s`` arrivals per second: the simulation runs in steps, so it becomes a
     :class:`Rate` through a step time (:meth:`per_step`)."""
@@ -309,7 +309,7 @@ def parse_arrival(text: str) -> Arrival:
     raise UsageError(f"bad arrival {whole!r}", hint=_ARRIVAL_HINT)
 
 
-@dataclass(frozen=True)
+@frozen
 class RequestSpec:
     """One request: the step it arrives at, its prompt length and how many tokens it will generate."""
 
@@ -318,7 +318,7 @@ class RequestSpec:
     output_tokens: int
 
 
-@dataclass(frozen=True)
+@frozen
 class Traffic:
     """A reproducible batch of requests.
 

@@ -7,11 +7,11 @@ import difflib
 import functools
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from vmemplan.core.errors import RegistryInvalid, VmemplanError
+from vmemplan.core.frozen import frozen
 from vmemplan.sources.cache import retry_uncached
 from vmemplan.sources.local import (
     _SIDECAR_QUALIFIERS,
@@ -57,7 +57,7 @@ def default_models_dir() -> Path:
 # bundled registry
 
 
-@dataclass(frozen=True)
+@frozen
 class _BundledFile:
     """One bundled config file: the id it belongs to, its variant qualifier and its sidecars."""
 
@@ -154,7 +154,7 @@ def _parse_yaml_mapping(path_text: str, size: int, mtime_ns: int, required: str 
     return data
 
 
-@dataclass(frozen=True)
+@frozen
 class _Alias:
     alias: str
     target: str

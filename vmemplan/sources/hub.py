@@ -7,11 +7,11 @@ import math
 import os
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from vmemplan.core.errors import BadInput, HubUnavailable, VmemplanError
+from vmemplan.core.frozen import frozen
 from vmemplan.sources._io import printable, scrub_secrets
 from vmemplan.sources.local import (
     _COMMIT_RE,
@@ -35,7 +35,7 @@ def _truthy(value: str | None) -> bool:
     return value is not None and value.strip().upper() in {"1", "ON", "YES", "TRUE"}
 
 
-@dataclass(frozen=True)
+@frozen
 class _HubSettings:
     endpoint: str
     cache_dir: str

@@ -10,11 +10,12 @@ import re
 import stat
 import struct
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any, Literal
 
 from vmemplan.core.errors import BadInput, ModelConfigError, VmemplanError
+from vmemplan.core.frozen import frozen
 from vmemplan.sources._io import MAX_CONFIG_BYTES, NotRegularFile, loads_json, printable, read_regular
 
 SourceKind = Literal["local", "bundled", "hf-cache", "hub"]
@@ -50,7 +51,7 @@ _REPO_ID_RE = re.compile(r"^(?:[A-Za-z0-9_.-]{1,96}/)?[A-Za-z0-9_.-]{1,96}$")
 _TOKEN_LIKE_RE = re.compile(r"hf_[A-Za-z0-9]{8,}")
 
 
-@dataclass(frozen=True)
+@frozen
 class ModelSource:
     """A parsed ``config.json`` and where it came from.
 

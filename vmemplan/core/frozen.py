@@ -1,0 +1,98 @@
+"""``@frozen``: a frozen dataclass that is cheap to define.
+
+Every plan imports about a hundred frozen dataclasses (KV specs, the registry's records, the
+result), and on the Python versions vmemplan supports the standard decorator compiles six
+methods per class from source text (``__init__``, ``__repr__``, ``__eq__``, ``__hash__``,
+``__setattr__``, ``__delattr__``): that was most of a first plan's time.  ``@frozen`` lets
+:func:`dataclasses.dataclass` generate only what depends on the class's own code (``__init__``
+and the frozen ``__setattr__``/``__delattr__``) and gives the class shared ``__repr__``,
+``__eq__`` and ``__hash__`` that read its fields through one :func:`operator.attrgetter`:
+
+- ``repr`` is ``Name(field=value, ...)`` over the fields with ``repr=True``, as the standard one;
+- ``==`` compares the fields with ``compare=True`` as a tuple, for instances of the very same
+  class only (``NotImplemented`` otherwise), as the standard one;
+- ``hash`` is the hash of the tuple of the fields that are hashed (``hash=True``, or
+  ``compare=True`` when ``hash`` is unset), as the standard one for a frozen class.
+
+A method the class body defines itself is kept, as :func:`dataclasses.dataclass` keeps it.  The
+result is a normal dataclass: :func:`dataclasses.fields`, :func:`dataclasses.replace` and
+pydantic see no difference.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from operator import attrgetter
+from typing import TYPE_CHECKING, Any, TypeVar, overload
+
+if TYPE_CHECKING:  # typing has it from 3.11; the marker only informs type checkers
+    from typing_extensions import dataclass_transform
+else:
+    def dataclass_transform(**_: Any) -> Any:
+        return lambda function: function
+
+__all__ = ["frozen"]
+
+T = TypeVar("T")
+
+
+def _getter(names: tuple[str, ...]) -> Any:
+    """A callable returning the tuple of ``names`` read off an object."""
+    if not names:
+        return lambda obj: ()
+    if len(names) == 1:
+        one = attrgetter(names[0])
+        return lambda obj: (one(obj),)
+    return attrgetter(*names)
+
+
+def _install(cls: Any, body: dict[str, Any]) -> None:
+    fields = dataclasses.fields(cls)
+    shown = tuple(f.name for f in fields if f.repr)
+    compared = _getter(tuple(f.name for f in fields if f.compare))
+    hashed = _getter(tuple(f.name for f in fields if (f.compare if f.hash is None else f.hash)))
+
+    if "__repr__" not in body:
+        def __repr__(self: Any) -> str:
+            inner = ", ".join(f"{name}={getattr(self, name)!r}" for name in shown)
+            return f"{type(self).__qualname__}({inner})"
+
+        __repr__.__qualname__ = f"{cls.__qualname__}.__repr__"
+        cls.__repr__ = __repr__
+    if "__eq__" not in body:
+        def __eq__(self: Any, other: Any) -> Any:
+            if other.__class__ is self.__class__:
+                return compared(self) == compared(other)
+            return NotImplemented
+
+        __eq__.__qualname__ = f"{cls.__qualname__}.__eq__"
+        cls.__eq__ = __eq__
+    explicit_hash = body.get("__hash__", dataclasses.MISSING)
+    if explicit_hash is dataclasses.MISSING or (explicit_hash is None and "__eq__" in body):
+        def __hash__(self: Any) -> int:
+            return hash(hashed(self))
+
+        __hash__.__qualname__ = f"{cls.__qualname__}.__hash__"
+        cls.__hash__ = __hash__
+
+
+@overload
+def frozen(cls: type[T], /) -> type[T]: ...
+
+
+@overload
+def frozen(*, kw_only: bool = False) -> Any: ...
+
+
+@dataclass_transform(frozen_default=True, field_specifiers=(dataclasses.field, dataclasses.Field))
+def frozen(cls: Any = None, /, *, kw_only: bool = False) -> Any:
+    """``@dataclass(frozen=True)`` (``@frozen(kw_only=True)`` for keyword-only fields), with the
+    shared ``__repr__``/``__eq__``/``__hash__`` of this module."""
+
+    def wrap(c: Any) -> Any:
+        body = dict(c.__dict__)
+        out = dataclasses.dataclass(c, frozen=True, kw_only=kw_only, repr=False, eq=False)
+        _install(out, body)
+        return out
+
+    return wrap if cls is None else wrap(cls)
