@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 from vmemplan.core.errors import UsageError, VmemplanError
 from vmemplan.core.frozen import frozen
 from vmemplan.core.graph import GraphContext
-from vmemplan.laws.quant_config import scheme_for
 from vmemplan.model_config import ModelConfig, config_value_guard
 from vmemplan.models import adapter_for
 from vmemplan.request.flags import parse_limit_mm_per_prompt, parse_speculative_config
@@ -279,9 +278,12 @@ def _resolve_with(inputs: PlanInputs, *, registry: Registry, source: ModelSource
 
     from vmemplan.rules import parse_version
 
-    quant_scheme = scheme_for(config.quantization_config, source.extra, inputs.quantization,
-                              sm_major=gpu.sm_major,
-                              vllm_version=parse_version(version_text))
+    quant_scheme = None
+    if config.quantization_config is not None or inputs.quantization or "hf_quant_config.json" in (source.extra or {}):
+        from vmemplan.laws.quant_config import scheme_for  # a 16-bit checkpoint needs no scheme
+
+        quant_scheme = scheme_for(config.quantization_config, source.extra, inputs.quantization,
+                                  sm_major=gpu.sm_major, vllm_version=parse_version(version_text))
     if quant_scheme is not None and hasattr(adapter, "adapt_quant_scheme"):
         quant_scheme = adapter.adapt_quant_scheme(quant_scheme)  # e.g. DeepSeek-V4's e8m0 scales
     if quant_scheme is not None:
