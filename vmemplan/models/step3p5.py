@@ -103,17 +103,7 @@ class Step3p5(Laguna):
             params = dict(top[kind])
             params.setdefault("partial_rotary_factor", 1.0)
             return params
-        scaling = text.get("rope_scaling")
-        yarn_only = text.get("yarn_only_types")
-        if yarn_only and kind not in yarn_only:
-            scaling = None
-        params = dict(scaling) if isinstance(scaling, Mapping) else {}
-        params.setdefault("rope_type", "default")
-        theta = text.get("rope_theta", 10000)
-        params["rope_theta"] = theta[index] if isinstance(theta, list) else theta
-        factors = text.get("partial_rotary_factors")
-        params["partial_rotary_factor"] = factors[index] if isinstance(factors, list) else 1.0
-        return params
+        return layer_rope_params(text, index, kind, default_theta=10000)
 
     # -- weights ------------------------------------------------------------------------
     def moe_block_tensors(self, ctx: GraphContext, m: int) -> list[WeightTensor]:
@@ -138,3 +128,23 @@ class Step3p5(Laguna):
             rows = pad_vocab(self.config.vocab_size) // ctx.tensor_parallel_size
             merged.append(WeightTensor("model.embed_tokens", "embedding", rows, self.config.hidden_size))
         return merged
+
+
+def layer_rope_params(text: Mapping[str, Any], index: int, kind: str, *, default_theta: float,
+                      yarn_only_applies: bool = True) -> dict[str, Any]:
+    """``get_rope``'s parameters for layer ``index`` of kind ``kind`` in the Step-3.5 / Step-5
+    config style: ``rope_scaling`` (dropped for a kind outside ``yarn_only_types`` when
+    ``yarn_only_applies``), a per-layer or single ``rope_theta`` and per-layer
+    ``partial_rotary_factors`` (vllm/model_executor/models/step3p5.py and
+    vllm/models/step5/nvidia/model.py, 0.33.0)."""
+    scaling = text.get("rope_scaling")
+    yarn_only = text.get("yarn_only_types")
+    if yarn_only_applies and yarn_only and kind not in yarn_only:
+        scaling = None
+    params = dict(scaling) if isinstance(scaling, Mapping) else {}
+    params.setdefault("rope_type", "default")
+    theta = text.get("rope_theta", default_theta)
+    params["rope_theta"] = theta[index] if isinstance(theta, list) else theta
+    factors = text.get("partial_rotary_factors")
+    params["partial_rotary_factor"] = float(factors[index]) if isinstance(factors, list) and factors else 1.0
+    return params

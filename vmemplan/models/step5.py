@@ -61,6 +61,7 @@ from vmemplan.models.dense import pad_vocab
 from vmemplan.models.dense_blocks import kv_spec_fields
 from vmemplan.models.moe import MoEDecoder, _int
 from vmemplan.models.moe_blocks import gated_mlp_tensors
+from vmemplan.models.step3p5 import layer_rope_params
 from vmemplan.models.windowed import _rope_positions
 
 __all__ = ["Step5"]
@@ -188,16 +189,7 @@ class Step5(MoEDecoder):
         text = self._text
         types = self._types()
         kind = types[index] if types else ("sliding_attention" if index % 2 == 0 else "full_attention")
-        scaling = text.get("rope_scaling")
-        yarn_only = text.get("yarn_only_types")
-        if not indexer and yarn_only and kind not in yarn_only:
-            scaling = None
-        params = dict(scaling) if isinstance(scaling, Mapping) else {}
-        params.setdefault("rope_type", "default")
-        theta = text.get("rope_theta", 500000)
-        params["rope_theta"] = theta[index] if isinstance(theta, list) else theta
-        factors = text.get("partial_rotary_factors")
-        params["partial_rotary_factor"] = float(factors[index]) if factors else 1.0
+        params = layer_rope_params(text, index, kind, default_theta=500000, yarn_only_applies=not indexer)
         if indexer:
             sp = self.sparse() or {}
             if str(params["rope_type"]).strip().lower() == "none":
