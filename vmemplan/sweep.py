@@ -383,7 +383,10 @@ class SweepEvaluator:
                 len_key = tuple(kv for kv in key if kv[0] != "max_model_len")
                 near = self._by_length.get(len_key)
                 if near is not None and _length_free(req) and _same_but_length(req, near.req):
-                    cached = _Shape(req, near.graph, near.over, pipeline.pool_context(req), near.grouped)
+                    # the pool context too: of the request it reads only the context length here
+                    # (the layout and hybrid-manager choices are the groups', reused above)
+                    ctx = near.ctx.with_max_model_len(req.max_model_len)
+                    cached = _Shape(req, near.graph, near.over, ctx, near.grouped)
                     self.length_reuses += 1
                 else:
                     graph = pipeline.model_graph(req, self._weights)
