@@ -55,7 +55,12 @@ def split_vllm_args(command: Any, args: list[str]) -> tuple[list[str], Any]:
             version = args[i + 1]
         elif tok.startswith("--vllm-version="):
             version = tok.split("=", 1)[1]
-    table = load_arg_table(version)
+    loaded: list[Any] = []
+
+    def arg_table() -> Any:  # read only when a token may be vLLM's (vmemplan's own options need none)
+        if not loaded:
+            loaded.append(load_arg_table(version))
+        return loaded[0]
 
     keep: list[str] = []
     positionals: list[str] = []
@@ -76,8 +81,7 @@ def split_vllm_args(command: Any, args: list[str]) -> tuple[list[str], Any]:
         name, eq, _ = tok.partition("=")
         vname = _vllm_name(name)
         mine = own.get(name)
-        vllm_exact = vname in table.by_string
-        if mine is not None and not (vllm_exact and mine[0] in ENGINE_FLAGS):
+        if mine is not None and not (mine[0] in ENGINE_FLAGS and vname in arg_table().by_string):
             keep.append(tok)
             if mine[1] and not eq and i < len(args):
                 keep.append(args[i])
@@ -98,6 +102,7 @@ def split_vllm_args(command: Any, args: list[str]) -> tuple[list[str], Any]:
                 vllm.append(args[i])
                 i += 1
             continue
+        table = arg_table()
         try:
             spec = table.lookup(vname)
         except UsageError:
