@@ -17,6 +17,9 @@ the class and its bases (followed through the modules' imports) are read:
   ``self.model`` / ``self.language_model`` built from a class of the module itself that derives
   from none of those is an own decoder ("own").  An architecture whose registered class *is* a
   text-generation class (an embedding model served by a causal LM's class) is that architecture.
+  An assignment (``self.x = ...`` or ``self.x: T = ...``, or ``self.x = local`` of a
+  language model or tower attribute, the local assigned in the same ``__init__``) in a subclass replaces its bases' assignments to the same
+  attribute.
 * towers: the classes assigned to ``self.<attr>`` in ``__init__`` (following a helper function's
   returned classes one level), kept when the attribute or class name reads as a vision encoder
   (vision, visual, vit, image, vpm, siglip, clip, ...) or an audio encoder (audio, speech,
@@ -312,19 +315,33 @@ class Reader:
         how = ""
         towers: list[dict] = []
         own: str | None = None
+        replaced: set[str] = set()  # attributes a more derived class of the chain assigns
         for p, c in chain:
+            mine: set[str] = set()
             for fn in c.body:
                 if not isinstance(fn, ast.FunctionDef) or fn.name != "__init__":
                     continue
+                local = {t.id: n.value for n in ast.walk(fn) if isinstance(n, ast.Assign)
+                         for t in n.targets if isinstance(t, ast.Name)}  # lm = init_...(); self.lm = lm
                 for node in ast.walk(fn):
-                    if not isinstance(node, ast.Assign):
+                    if isinstance(node, ast.Assign):
+                        targets = node.targets
+                    elif isinstance(node, ast.AnnAssign) and node.value is not None:  # self.x: T = ...
+                        targets = [node.target]
+                    else:
                         continue
-                    attrs = [t.attr for t in node.targets if isinstance(t, ast.Attribute)
+                    attrs = [t.attr for t in targets if isinstance(t, ast.Attribute)
                              and isinstance(t.value, ast.Name) and t.value.id == "self"]
                     if not attrs:
                         continue
                     attr = attrs[0]
-                    for name, p2, defn in self._built(p, node.value, chain):
+                    if attr in replaced:  # the subclass's own assignment wins over its base's
+                        continue
+                    mine.add(attr)
+                    value = node.value
+                    if isinstance(value, ast.Name) and value.id in local and attr in LM_ATTRS | TOWER_ATTRS:
+                        value = local[value.id]
+                    for name, p2, defn in self._built(p, value, chain):
                         if name == "init_vllm_registered_model":
                             arch = _registered(defn)  # type: ignore[arg-type]
                             if arch and arch not in lms and (not lms or how == "init_vllm_registered_model"):
@@ -355,6 +372,7 @@ class Reader:
                         if kind and not PROJECTOR.search(attr) and not PROJECTOR.search(name) \
                                 and not any(t["class"] == name or t["attr"] == attr for t in towers):
                             towers.append({"attr": attr, "class": name, "kind": kind})
+            replaced |= mine
         return lms, how, towers, own
 
     def read(self, arch: str, mod: str, cls_name: str) -> dict:
