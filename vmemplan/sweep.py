@@ -452,12 +452,11 @@ class SweepEvaluator:
     def _evaluate(self, point: Mapping[str, Any]) -> SweepPoint:
         plan, shape = self._plan(self._inputs(point))
         kv = plan.kv_cache
-        band = plan.band
-        # the band's low end (what bands.low_end makes of the plan, read without building it)
         low_tokens = low_concurrency = None
-        if band is not None:
-            low_pool = band.low_pool if band.low_pool is not None else plan.pool
-            low_tokens = band.tokens_range[0] if band.low_pool is not None else kv.tokens
+        if plan.band is not None:  # the band's low end, read without building its plan (bands.low_end)
+            from vmemplan.laws.bands import low_end_pool
+
+            low_tokens, low_pool = low_end_pool(plan)
             low_concurrency = self._concurrency(plan.engine, low_pool, shape)
         return SweepPoint(values=dict(point), weights_bytes=plan.per_rank.weights_bytes,
                           available_kv_cache_bytes=plan.per_rank.available_kv_cache_bytes,

@@ -55,6 +55,7 @@ __all__ = [
     "TERMS",
     "kv_band",
     "low_end",
+    "low_end_pool",
     "outcome_for",
     "parse_band_data",
 ]
@@ -266,6 +267,15 @@ def kv_band(
         width=width,
         low_pool=lo[4] if len(lo) > 4 else None,
     )
+
+
+def low_end_pool(plan: Any) -> tuple[int, Any]:
+    """The KV cache tokens and the pool at the plan's band's low end (the plan's own when its band
+    kept no low-end pool); the plan must have a band."""
+    band = plan.band
+    if band.low_pool is None:
+        return plan.kv_cache.tokens, plan.pool
+    return band.tokens_range[0], band.low_pool
 
 
 def low_end(plan: Any) -> Any:

@@ -261,8 +261,10 @@ def resized(pool: PoolPlan, available_bytes: int) -> PoolPlan:
     """``pool`` (sized for its own groups and context) sized again for ``available_bytes``: the
     same law as :func:`plan_pool_from_groups`, reusing what does not depend on the bytes (the
     block's bytes, the blocks one request needs, the bytes per token)."""
-    if not pool.groups or pool.ctx is None:
-        return plan_pool_from_groups(pool.groups, available_bytes, pool.ctx) if pool.ctx is not None else pool
+    if pool.ctx is None:  # a pool with no context (attention-free, no groups) has nothing to re-size
+        return pool
+    if not pool.groups:
+        return plan_pool_from_groups((), available_bytes, pool.ctx)
     return _pool_at(pool.groups, available_bytes, pool.ctx, pool.block_bytes, pool.blocks_per_request,
                     pool.bytes_per_token, ())
 

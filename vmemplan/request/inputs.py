@@ -149,9 +149,7 @@ class PlanInputs:
             raise InputsError("model", "Field required", prefix=prefix, hint=hint)
         try:
             return cls(**flags)
-        except InputsError as exc:
-            if prefix == "--" and hint == HINT:
-                raise
+        except InputsError as exc:  # named as this caller names flags
             raise InputsError(exc.field, exc.reason, prefix=prefix, hint=hint) from None
 
     def given(self) -> frozenset[str]:
