@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+from collections.abc import Callable
 from types import ModuleType
 
 
@@ -26,3 +27,32 @@ def run_oracle(oracle: ModuleType, oracle_path: str) -> int:
     """The oracle's ``main`` on the arguments after ``oracle_path``."""
     sys.argv = [oracle_path] + sys.argv[2:]
     return oracle.main()
+
+
+def timm_from_env() -> str:
+    """Put ``ORACLE_TIMM_PATH`` (a directory holding timm, for the vision towers built with it)
+    first on ``sys.path`` when set, and return the timm version found there, or "(absent)".  Only
+    the package's metadata is read: importing timm before the oracle's emulation would fail."""
+    import os
+    from importlib.metadata import PackageNotFoundError, distribution
+
+    timm_path = os.environ.get("ORACLE_TIMM_PATH")
+    if timm_path:
+        sys.path.insert(0, timm_path)
+    try:
+        return distribution("timm").version
+    except PackageNotFoundError:
+        return "(absent)"
+
+
+def after_emulation_setup(oracle: ModuleType, install: Callable[[], object]) -> None:
+    """Run ``install`` right after the oracle's platform emulation is set up (before the model is
+    built), so a shim's stand-ins see the emulated platform."""
+    original = oracle.setup_emulation
+
+    def setup_then_install(*args: object, **kwargs: object) -> object:
+        out = original(*args, **kwargs)
+        install()
+        return out
+
+    oracle.setup_emulation = setup_then_install

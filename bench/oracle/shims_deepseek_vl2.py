@@ -36,7 +36,7 @@ import os
 import sys
 import types
 
-from _shim import load_oracle, run_oracle  # bench/oracle/_shim.py (this script's folder)
+from _shim import load_oracle, run_oracle, timm_from_env  # bench/oracle/_shim.py (this script's folder)
 
 NOTE = ("shim bench/oracle/shims_deepseek_vl2.py: cached_tokenizer_from_config in deepseek_vl2 / deepseek_ocr "
         "returns a stand-in whose vocab maps '<image>' to vocab_size - 1 (the oracle has no tokenizer; the id "
@@ -82,17 +82,9 @@ class _Patcher(importlib.abc.MetaPathFinder):
 
 def main() -> int:
     oracle_path, config_path = sys.argv[1], sys.argv[2]
-    timm_path = os.environ.get("ORACLE_TIMM_PATH")
-    if timm_path:
-        sys.path.insert(0, timm_path)
+    version = timm_from_env()
     oracle = load_oracle(oracle_path)
     sys.meta_path.insert(0, _Patcher(_image_token_id(config_path)))
-    try:  # the version only: importing timm (and torchvision) before the oracle's emulation would fail
-        from importlib.metadata import PackageNotFoundError, distribution
-
-        version = distribution("timm").version
-    except PackageNotFoundError:
-        version = "(absent)"
     oracle.ASSUMPTIONS.append(NOTE.format(timm=version))
     return run_oracle(oracle, oracle_path)
 

@@ -19,10 +19,9 @@ vLLM's and transformers' own code then build every tensor; no figure is changed 
 
 from __future__ import annotations
 
-import os
 import sys
 
-from _shim import load_oracle, run_oracle  # bench/oracle/_shim.py (this script's folder)
+from _shim import load_oracle, run_oracle, timm_from_env  # bench/oracle/_shim.py (this script's folder)
 
 NOTE = ("shim bench/oracle/shims_gemma3n.py: timm {timm} from ORACLE_TIMM_PATH builds Gemma-3n's MobileNet-V5 "
         "vision tower through transformers' TimmWrapperModel (vLLM's own gemma3n_mm.py); nothing else is changed")
@@ -30,16 +29,8 @@ NOTE = ("shim bench/oracle/shims_gemma3n.py: timm {timm} from ORACLE_TIMM_PATH b
 
 def main() -> int:
     oracle_path = sys.argv[1]
-    timm_path = os.environ.get("ORACLE_TIMM_PATH")
-    if timm_path:
-        sys.path.insert(0, timm_path)
+    version = timm_from_env()
     oracle = load_oracle(oracle_path)
-    try:  # the version only: importing timm before the oracle's emulation would fail
-        from importlib.metadata import PackageNotFoundError, distribution
-
-        version = distribution("timm").version
-    except PackageNotFoundError:
-        version = "(absent)"
     oracle.ASSUMPTIONS.append(NOTE.format(timm=version))
     return run_oracle(oracle, oracle_path)
 
