@@ -47,6 +47,7 @@ SHIMS.update({"DeepseekVLV2ForCausalLM": "shims_deepseek_vl2.py", "DeepseekOCRFo
 SHIMS.update({"Glm5NextForCausalLM": "shims_glm5next.py"})  # FlashKDA extension stand-in (GLM-5.3-Flash)
 SHIMS.update({"Step5ForCausalLM": "shims_step5.py"})  # flashinfer stand-in for the DSA adapter
 SHIMS.update({"Gemma3nForConditionalGeneration": "shims_gemma3n.py"})  # timm for the MobileNet-V5 tower
+SHIMS.update({"BloomForCausalLM": "shims_bloom.py"})  # ALiBi slopes computed on CPU (.tolist() in BloomAttention)
 WEIGHT_KEYS = ("parameters_bytes", "buffers_bytes", "total_bytes", "by_dtype",
                "parameters_by_dtype", "buffers_by_dtype", "host_tensors_bytes", "num_tensors",
                "stage", "largest")
