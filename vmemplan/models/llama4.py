@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from vmemplan.core.errors import UsageError
-from vmemplan.core.graph import GraphContext, WeightTensor
+from vmemplan.core.graph import GraphContext, WeightTensor, attention_scales
 from vmemplan.models.base import register
 from vmemplan.models.moe_blocks import windowed_stage_attention
 from vmemplan.models.windowed import (
@@ -65,7 +65,8 @@ class Llama4(_WindowedBase):
 
     Attention: fused ``qkv_proj`` / ``o_proj`` without biases; RoPE layers use
     ``ChunkedLocalAttention(attention_chunk_size)``, NoPE layers (``no_rope_layers[i] == 0``)
-    plain global attention; the qk norm has no weight.  FFN: layer ``i`` is MoE when
+    plain global attention; the qk norm (RoPE layers only) has no weight but keeps an fp32 ones
+    tensor ``[head_dim]``; every attention layer holds the four fp32 scale scalars.  FFN: layer ``i`` is MoE when
     ``(i + 1) % interleave_moe_layer_step == 0`` (router ``[E, H]``, experts of width
     ``intermediate_size``, one shared expert as a TP-split gated MLP of the same width),
     otherwise a dense MLP of width ``intermediate_size_mlp``.  One rotary cache (llama3
@@ -114,6 +115,17 @@ class Llama4(_WindowedBase):
                                      intermediate=_int(text, "intermediate_size_mlp"), count=n_dense)
         if n:
             out.append(WeightTensor("input_layernorm+post_attention_layernorm", "norm", h, 1, 2 * n))
+            # each Attention / ChunkedLocalAttention layer's _k/_v/_q/_prob_scale: four fp32 scalars
+            out.append(attention_scales("self_attn.attn", n))
+            # (use_qk_norm defaults to True: transformers' configuration_llama4.py::Llama4TextConfig)
+            if bool(text.get("use_qk_norm", True)):
+                # Llama4Attention.qk_norm on RoPE layers (use_qk_norm and not nope): an
+                # RMSNorm(head_dim, has_weight=False, dtype=float32), whose torch.ones(head_dim)
+                # stays a plain fp32 device tensor (vllm/model_executor/layers/layernorm.py::RMSNorm)
+                rope = llama4_no_rope_layers(text)[span.start:span.end]
+                if sum(rope):
+                    out.append(WeightTensor("self_attn.qk_norm.weight(ones, not a parameter)", "buffer",
+                                            cfg.head_dim, 1, sum(rope), dtype="float32"))
             out.append(WeightTensor("rotary_emb.cos_sin_cache", "buffer",
                                     _rope_positions(text, cfg.rope_scaling(), cfg.max_position_embeddings),
                                     cfg.head_dim))
