@@ -153,8 +153,11 @@ def test_gemma4_26b_text_weights_and_log_061(config_dict):
     assert a.total_params() == 25_247_559_680 + vision
     wb = weight_bytes_per_rank(a.weight_tensors(GraphContext()), model_dtype="bfloat16")
     # + rope caches 262,144 × 256 × 2 + 262,144 × 512 × 2 = 402,653,184, 30 layer scalars (60 B)
-    # and the two vision standardisation buffers (2 × 1,152 × 2 B)
-    assert wb.total_bytes == 50_495_119_360 + 2 * vision + 402_653_184 + 60 + 4_608
+    # and the two vision standardisation buffers (2 × 1,152 × 2 B); the plain device tensors and
+    # scalars (oracle fixture google-gemma-4-26B-A4B.derived-text): v_norm ones (25 × 256 + 5 × 512)
+    # × 2 = 17,920, router norm ones 30 × 2,816 × 2 = 168,960, router root_size 60, the attention
+    # scales 30 × 16 = 480, the normalizer 2 → 187,422
+    assert wb.total_bytes == 50_495_119_360 + 2 * vision + 402_653_184 + 60 + 4_608 + 187_422
     # = 48.47 GiB of tensors; priced as the CUDA allocator rounds them (2 MiB segments for the
     # large ones), 48.494 GiB: log 061 (0.19.x, bf16, A100) prints "Model loading took 48.5 GiB"
     assert round(wb.total_bytes / GIB, 2) == 48.47

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from vmemplan.core.graph import GraphContext, WeightTensor
+from vmemplan.core.graph import GraphContext, WeightTensor, attention_scales
 from vmemplan.laws.multimodal import limit_for
 from vmemplan.models.base import pad_vocab, register
 from vmemplan.models.windowed import (
@@ -110,11 +110,18 @@ class Gemma4(_WindowedBase):
                                       o_bias=bias, q_only=shared)
             out.append(WeightTensor(f"self_attn{tag}.q_norm+k_norm", "norm", hd, 1,
                                     count * (1 if shared else 2)))
+            if not shared:
+                # v_norm = RMSNorm(head_dim, has_weight=False): its torch.ones(head_dim) stays a
+                # plain device tensor in the model dtype (vllm/model_executor/layers/layernorm.py::RMSNorm)
+                out.append(WeightTensor(f"self_attn{tag}.v_norm.weight(ones, not a parameter)", "buffer",
+                                        hd, 1, count))
             out += self._mlp_tensors(ctx, name=f"mlp[{inter}]", intermediate=inter, count=count)
         n = end - start
         if n:
             out.append(WeightTensor("4 RMSNorms", "norm", h, 1, 4 * n))
             out.append(WeightTensor("layer_scalar", "buffer", 1, 1, n))
+            # each Attention layer's _k/_v/_q/_prob_scale (KV-shared layers build one too)
+            out.append(attention_scales("self_attn.attn", n))
             if isinstance(num_experts, int) and num_experts > 0:
                 moe_inter = _int(text, "moe_intermediate_size", text.get("expert_intermediate_size"))
                 local, inter = moe_shard(ctx, num_experts, moe_inter)
@@ -127,6 +134,10 @@ class Gemma4(_WindowedBase):
                     WeightTensor("experts.w2_weight", "expert", h, inter, n * local, True,
                                  in_features_full=moe_inter),
                     WeightTensor("3 MoE RMSNorms", "norm", h, 1, 3 * n),
+                    # Gemma4Router: norm = RMSNorm(hidden, has_weight=False) keeps torch.ones(hidden)
+                    # as a plain device tensor; root_size a scalar buffer (both in the model dtype)
+                    WeightTensor("router.norm.weight(ones, not a parameter)", "buffer", h, 1, n),
+                    WeightTensor("router.root_size", "buffer", 1, 1, n),
                 ]
             hpl = _int(text, "hidden_size_per_layer_input", 0)
             if hpl > 0:
@@ -147,7 +158,12 @@ class Gemma4(_WindowedBase):
                 WeightTensor("model.per_layer_model_projection", "linear", total // tp, h, 1, True,
                              in_features_full=h),
                 WeightTensor("model.per_layer_projection_norm", "norm", hpl, 1),
+                # Gemma4Model's scalar buffers embed_scale_per_layer, per_layer_input_scale and
+                # per_layer_projection_scale (read from the code; no E-series oracle fixture yet)
+                WeightTensor("model.per-layer-input scalars", "buffer", 1, 1, 3),
             ]
+        # Gemma4Model.normalizer: sqrt(hidden_size) as a scalar buffer in the model dtype
+        out.append(WeightTensor("model.normalizer", "buffer", 1, 1))
         if ctx.pipeline_rank == 0:
             out += gemma4_vision_tensors(cfg.raw, h, ctx)
         return out
