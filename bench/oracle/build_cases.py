@@ -23,6 +23,11 @@ MAX_MODEL_LEN = 32768
 # 1.25 MiB a token at TP 1) needs 40 GiB for one 32,768-token request, more than the available
 # bytes, and vLLM refuses it; a 16,384-token length keeps the same bytes and gives blocks.
 OVERRIDES = {("CohereForAI--c4ai-command-r-v01.ome-trimmed", 1): {"max_model_len": 16384}}
+# Step1 (vllm/model_executor/models/step1.py::StepAttention) asks for use_alibi_sqrt, which only
+# TRITON_ATTN supports (vllm/model_executor/layers/attention/attention.py::Attention raises
+# "use_alibi_sqrt is not supported by backend FLASH_ATTN" for the default backend)
+OVERRIDES.update({("stepfun-ai--Step1Config-defaults.synthetic.oracle-llama", tp): {"attention_backend": "TRITON_ATTN"}
+                  for tp in (1, 2)})
 # multimodal checkpoints checked too (vision tower weights, the language model's KV pool), with
 # the TPs to run: the families issue 11 names first (Qwen3.5-27B loads its Qwen3-VL tower)
 MULTIMODAL = {"Qwen--Qwen3.5-27B": (1, 2, 4), "Qwen--Qwen3-VL-30B-A3B-Instruct.transcribed-trimmed": (1, 2),

@@ -47,7 +47,7 @@ SHIMS.update({"DeepseekVLV2ForCausalLM": "shims_deepseek_vl2.py", "DeepseekOCRFo
 SHIMS.update({"Glm5NextForCausalLM": "shims_glm5next.py"})  # FlashKDA extension stand-in (GLM-5.3-Flash)
 SHIMS.update({"Step5ForCausalLM": "shims_step5.py"})  # flashinfer stand-in for the DSA adapter
 SHIMS.update({"Gemma3nForConditionalGeneration": "shims_gemma3n.py"})  # timm for the MobileNet-V5 tower
-SHIMS.update({"BloomForCausalLM": "shims_bloom.py"})  # ALiBi slopes computed on CPU (.tolist() in BloomAttention)
+SHIMS.update({"BloomForCausalLM": "shims_alibi.py", "Step1ForCausalLM": "shims_alibi.py"})  # ALiBi slopes on CPU (.tolist())
 WEIGHT_KEYS = ("parameters_bytes", "buffers_bytes", "total_bytes", "by_dtype",
                "parameters_by_dtype", "buffers_by_dtype", "host_tensors_bytes", "num_tensors",
                "stage", "largest")
@@ -59,7 +59,7 @@ def oracle_flags(case: dict, defaults: dict) -> list[str]:
     if max_len is not None:
         flags += ["--max-model-len", str(max_len)]
     flags += ["--tp", str(case["tp"])]
-    for key in ("kv_cache_dtype", "dtype", "block_size", "max_num_seqs", "max_num_batched_tokens"):
+    for key in ("kv_cache_dtype", "dtype", "block_size", "max_num_seqs", "max_num_batched_tokens", "attention_backend"):
         if key in case:
             flags += ["--" + key.replace("_", "-"), str(case[key])]
     flags += ["--usage-context", case.get("usage_context", defaults.get("usage_context", "serve"))]
