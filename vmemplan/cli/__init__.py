@@ -22,8 +22,32 @@ from vmemplan._version import __version__
 
 PROG_NAME = "vmemplan"
 
+class _PlainValues:
+    """Options whose plain values are coerced without pydantic (vmemplan.cli._coerce)."""
+
+    params: list[typer.core.click.Parameter]
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)
+        from vmemplan.cli._coerce import install
+
+        install(self.params)
+
+    def get_help_option(self, ctx: typer.Context) -> typer.core.TyperOption | None:
+        from vmemplan.cli._coerce import install
+
+        option = super().get_help_option(ctx)  # type: ignore[misc]
+        install([option])
+        return option  # type: ignore[no-any-return]
+
+
+class _Group(_PlainValues, typer.core.TyperGroup):
+    """The root group."""
+
+
 _app = typer.Typer(
     name=PROG_NAME,
+    cls=_Group,
     help="Plan vLLM GPU memory before you boot a GPU.",
     no_args_is_help=True,
     add_completion=False,  # static scripts instead (vmemplan.cli.completions): no Python per TAB
@@ -106,11 +130,11 @@ METAVARS = {
 }
 
 
-class _Command(typer.core.TyperCommand):
+class _Command(_PlainValues, typer.core.TyperCommand):
     """A command whose options show readable metavars in --help (see :data:`METAVARS`)."""
 
     def __init__(self, *args: object, **kwargs: object) -> None:
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        super().__init__(*args, **kwargs)
         for param in self.params:
             if isinstance(param, typer.core.TyperArgument):
                 # its name is its metavar already; the type would read `MODEL <str>`

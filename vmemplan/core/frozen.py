@@ -4,9 +4,10 @@ Every plan imports about a hundred frozen dataclasses (KV specs, the registry's 
 result), and on the Python versions vmemplan supports the standard decorator compiles six
 methods per class from source text (``__init__``, ``__repr__``, ``__eq__``, ``__hash__``,
 ``__setattr__``, ``__delattr__``): that was most of a first plan's time.  ``@frozen`` lets
-:func:`dataclasses.dataclass` generate only what depends on the class's own code (``__init__``
-and the frozen ``__setattr__``/``__delattr__``) and gives the class shared ``__repr__``,
-``__eq__`` and ``__hash__`` that read its fields through one :func:`operator.attrgetter`:
+:func:`dataclasses.dataclass` compile only ``__init__``; the frozen ``__setattr__`` and
+``__delattr__`` are closures over the class (the same test and message as the compiled ones),
+and ``__repr__``, ``__eq__`` and ``__hash__`` are shared and read the fields through one
+:func:`operator.attrgetter`:
 
 - ``repr`` is ``Name(field=value, ...)`` over the fields with ``repr=True``, as the standard one;
 - ``==`` compares the fields with ``compare=True`` as a tuple, for instances of the very same
@@ -22,6 +23,7 @@ pydantic see no difference.
 from __future__ import annotations
 
 import dataclasses
+import sys
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
@@ -76,6 +78,35 @@ def _install(cls: Any, body: dict[str, Any]) -> None:
         cls.__hash__ = __hash__
 
 
+def _frozen_attr_methods(cls: Any, fields: Any, globals: Any) -> tuple[Any, Any]:
+    """The frozen ``__setattr__``/``__delattr__`` :func:`dataclasses.dataclass` would compile
+    from source text for ``cls`` (CPython 3.10-3.12, ``dataclasses._frozen_get_del_attr``), as
+    closures: the same test (``type(self) is cls`` or a field's name), the same error text."""
+    names = frozenset(f.name for f in fields)
+    error = dataclasses.FrozenInstanceError
+
+    def __setattr__(self: Any, name: str, value: Any) -> None:
+        if type(self) is cls or name in names:
+            raise error(f"cannot assign to field {name!r}")
+        super(cls, self).__setattr__(name, value)
+
+    def __delattr__(self: Any, name: str) -> None:
+        if type(self) is cls or name in names:
+            raise error(f"cannot delete field {name!r}")
+        super(cls, self).__delattr__(name)
+
+    __setattr__.__qualname__ = f"{cls.__qualname__}.__setattr__"
+    __delattr__.__qualname__ = f"{cls.__qualname__}.__delattr__"
+    return __setattr__, __delattr__
+
+
+#: dataclasses' own builder of the frozen attribute methods, where it has the shape
+#: :func:`_frozen_attr_methods` stands in for (3.13 batches every method into one compile and
+#: needs no stand-in); ``None`` elsewhere
+_SHARED_FROZEN_ATTRS: Any = (
+    getattr(dataclasses, "_frozen_get_del_attr", None) if sys.version_info < (3, 13) else None)
+
+
 @overload
 def frozen(cls: type[T], /) -> type[T]: ...
 
@@ -91,7 +122,13 @@ def frozen(cls: Any = None, /, *, kw_only: bool = False) -> Any:
 
     def wrap(c: Any) -> Any:
         body = dict(c.__dict__)
-        out = dataclasses.dataclass(c, frozen=True, kw_only=kw_only, repr=False, eq=False)
+        if _SHARED_FROZEN_ATTRS:
+            dataclasses._frozen_get_del_attr = _frozen_attr_methods  # type: ignore[attr-defined]
+        try:
+            out = dataclasses.dataclass(c, frozen=True, kw_only=kw_only, repr=False, eq=False)
+        finally:
+            if _SHARED_FROZEN_ATTRS:
+                dataclasses._frozen_get_del_attr = _SHARED_FROZEN_ATTRS  # type: ignore[attr-defined]
         _install(out, body)
         return out
 

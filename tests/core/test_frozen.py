@@ -1,0 +1,62 @@
+"""``@frozen`` classes behave as ``@dataclass(frozen=True)`` ones: same errors, same equality."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from vmemplan.core.frozen import frozen
+
+
+@frozen
+class Mine:
+    x: int
+    y: str = "a"
+
+
+@dataclasses.dataclass(frozen=True)
+class Std:
+    x: int
+    y: str = "a"
+
+
+class MineChild(Mine):  # not a dataclass: may set attributes that are not fields
+    pass
+
+
+class StdChild(Std):
+    pass
+
+
+@pytest.mark.parametrize("name", ["x", "y", "other"])
+def test_assigning_raises_as_the_standard_frozen_class_does(name: str) -> None:
+    errors = []
+    for obj in (Mine(1), Std(1)):
+        with pytest.raises(dataclasses.FrozenInstanceError) as caught:
+            setattr(obj, name, 2)
+        errors.append(str(caught.value))
+        with pytest.raises(dataclasses.FrozenInstanceError) as caught:
+            delattr(obj, name)
+        errors.append(str(caught.value))
+    assert errors[:2] == errors[2:]
+    assert errors[0] == f"cannot assign to field {name!r}"
+    assert errors[1] == f"cannot delete field {name!r}"
+
+
+def test_a_plain_subclass_sets_non_fields_but_not_fields() -> None:
+    for child in (MineChild(1), StdChild(1)):
+        child.extra = 5  # type: ignore[attr-defined]
+        assert child.extra == 5  # type: ignore[attr-defined]
+        del child.extra  # type: ignore[attr-defined]
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            child.x = 3  # type: ignore[misc]
+
+
+def test_equality_hash_repr_replace() -> None:
+    a, b = Mine(1), Mine(1, "a")
+    assert a == b and hash(a) == hash(b) and a != Mine(2)
+    assert repr(a) == "Mine(x=1, y='a')" == repr(Std(1)).replace("Std", "Mine")
+    assert dataclasses.replace(a, y="b") == Mine(1, "b")
+    assert [f.name for f in dataclasses.fields(Mine)] == ["x", "y"]
+    assert Mine.__setattr__.__qualname__ == "Mine.__setattr__"
