@@ -98,7 +98,8 @@ class DeepseekMLA(Adapter):
     expert of ``moe_intermediate_size × n_shared_experts``.
     """
 
-    architectures = ("DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM", "DeepseekForCausalLM")
+    # DeepseekForCausalLM (DeepSeek-MoE v1, plain attention): vmemplan/models/deepseek_mha.py
+    architectures = ("DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM")
     family = "moe"
     #: the dense layers in front when the config lacks ``first_k_dense_replace``
     first_dense_default = 0
