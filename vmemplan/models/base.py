@@ -136,7 +136,8 @@ class Adapter:
 
         Mirrors vllm/config/model.py::_get_and_verify_max_len (0.33.0): the first of the
         known length keys, multiplied by the rope-scaling factor except for the types that
-        already state the extended length (llama3, longrope/su, mrope, default).
+        already state the extended length (llama3, longrope/su, mrope, default, and the YaRN
+        family: yarn, deepseek_yarn, deepseek_llama_scaling, telechat3-yarn).
         """
         cfg = self.config
         length = cfg.max_position_embeddings
@@ -149,13 +150,14 @@ class Adapter:
         if rs:
             rtype = str(rs.get("rope_type", rs.get("type", "")))
             factor = rs.get("factor")
-            if rtype not in ("", "default", "llama3", "longrope", "su", "mrope", "dynamic") and isinstance(
+            # "YaRN variants leave max_position_embeddings already scaled ... so `factor` must not
+            # be applied to it again" (yarn, deepseek_yarn, deepseek_llama_scaling; TeleChat3's
+            # "telechat3-yarn" is rewritten to "yarn" on load by
+            # vllm/transformers_utils/config.py::patch_rope_parameters, 0.33.0)
+            yarn_family = ("yarn", "deepseek_yarn", "deepseek_llama_scaling", "telechat3-yarn")
+            if rtype not in ("", "default", "llama3", "longrope", "su", "mrope", "dynamic", *yarn_family) and isinstance(
                 factor, (int, float)
             ):
-                if rtype == "yarn":
-                    orig = rs.get("original_max_position_embeddings")
-                    if isinstance(orig, int):
-                        length = orig
                 length = int(length * factor)
         if length < 1:
             raise ModelConfigError(
