@@ -90,9 +90,12 @@ class _AttentionFreeSSM(HybridAdapter):
 
 @register
 class Mamba1(_AttentionFreeSSM):
-    """Mamba-1 / Falcon-Mamba: the MambaMixer is built without a quant config; Falcon-Mamba's
-    dt/B/C RMSNorms have no weight (``rms_norm_has_weight=not is_falcon_mamba``), so neither
-    model holds norm weights inside the mixer."""
+    """Mamba-1 / Falcon-Mamba: the MambaMixer is built without a quant config.  Falcon-Mamba
+    (``model_type`` "falcon_mamba": mamba.py::MambaDecoderLayer ``use_rms_norm=is_falcon_mamba``,
+    ``rms_norm_has_weight=not is_falcon_mamba``) adds weightless dt/B/C RMSNorms
+    (mamba_mixer.py::MambaMixer ``dt_layernorm [time_step_rank]``, ``b_layernorm`` /
+    ``c_layernorm [state_size]``); a weightless RMSNorm still keeps ``torch.ones(size)`` in the
+    model dtype as a plain tensor on the device (layers/layernorm.py::RMSNorm.__init__)."""
 
     architectures = ("MambaForCausalLM",)
 
@@ -116,7 +119,15 @@ class Mamba1(_AttentionFreeSSM):
             tp=ctx.tensor_parallel_size, hidden_size=self.config.hidden_size, intermediate_size=self._inner(),
             state_size=self._need("state_size"), dt_rank=self._dt_rank(), conv_kernel=self._need("conv_kernel"),
             count=count, conv_bias=bool(self._get("use_conv_bias", True)), proj_bias=bool(self._get("use_bias", False)),
-        )
+        ) + self._falcon_norm_tensors(count)
+
+    def _falcon_norm_tensors(self, count: int) -> list[WeightTensor]:
+        if self.config.model_type != "falcon_mamba":
+            return []
+        state = self._need("state_size")
+        return [self.vector("backbone.layers.mixer.dt_layernorm.weight(ones, not a parameter)", self._dt_rank(), count),
+                self.vector("backbone.layers.mixer.b_layernorm+c_layernorm.weight(ones, not a parameter)", state,
+                            2 * count)]
 
 
 @register
