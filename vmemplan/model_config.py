@@ -95,6 +95,48 @@ def gemma3_text_defaults(raw: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+# transformers' Gemma4TextConfig defaults (transformers 5.20.2, the oracle's
+# transformers/models/gemma4/configuration_gemma4.py::Gemma4TextConfig: its field defaults, and
+# ``global_head_dim`` 512 popped in ``__post_init__``), for the keys a cut-down Gemma-4 config
+# omits: vLLM's gemma4.py reads them off that class.
+_GEMMA4_TEXT_DEFAULTS: dict[str, Any] = {
+    "vocab_size": 262_144,
+    "hidden_size": 2304,
+    "intermediate_size": 9216,
+    "num_hidden_layers": 30,
+    "num_attention_heads": 8,
+    "num_key_value_heads": 4,
+    "head_dim": 256,
+    "global_head_dim": 512,
+    "max_position_embeddings": 131_072,
+    "tie_word_embeddings": True,
+    "attention_bias": False,
+    "sliding_window": 512,
+    "vocab_size_per_layer_input": 262_144,
+    "hidden_size_per_layer_input": 256,
+    "attention_k_eq_v": False,
+    "num_kv_shared_layers": 0,
+    "use_double_wide_mlp": False,
+    "hidden_activation": "gelu_pytorch_tanh",
+}
+
+
+def gemma4_text_defaults(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of a Gemma-4 config with Gemma4TextConfig's defaults filled into its text part
+    (keys present are kept), and the window as ``Gemma4TextConfig.__post_init__`` leaves it:
+    with ``use_bidirectional_attention == "all"`` it is ``sliding_window // 2 + 1``."""
+
+    def fill(part: Mapping[str, Any]) -> dict[str, Any]:
+        out = {**{k: v for k, v in _GEMMA4_TEXT_DEFAULTS.items() if k not in part}, **part}
+        if out.get("use_bidirectional_attention") == "all" and isinstance(out.get("sliding_window"), int):
+            out["sliding_window"] = out["sliding_window"] // 2 + 1
+        return out
+
+    if isinstance(raw.get("text_config"), Mapping):
+        return {**raw, "text_config": fill(raw["text_config"])}
+    return fill(raw)
+
+
 def _with_library_defaults(raw: Mapping[str, Any]) -> Mapping[str, Any]:
     """Fill the keys that transformers' config classes default and some released configs
     omit (Gemma-3's multimodal configs leave out vocab_size and the window pattern), so vmemplan
@@ -106,6 +148,8 @@ def _with_library_defaults(raw: Mapping[str, Any]) -> Mapping[str, Any]:
     model_type = str(text.get("model_type") or raw.get("model_type") or "")
     if model_type.startswith("gemma3"):
         return gemma3_text_defaults(raw)
+    if model_type in ("gemma4", "gemma4_text"):
+        return gemma4_text_defaults(raw)
     if model_type == "dbrx":
         return dbrx_flat(raw)
     if raw.get("model_type") == "deepseek_vl_v2":

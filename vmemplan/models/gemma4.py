@@ -49,7 +49,10 @@ class Gemma4(_WindowedBase):
         return "moe" if self.config.text.get("num_experts") else "dense"
 
     def layer_types(self) -> list[str]:
-        return gemma_layer_types(self.config.text, default_pattern=6)
+        """``layer_types`` (default: every 6th layer global), the last layer forced to
+        ``full_attention`` as transformers' Gemma4TextConfig.__post_init__ does."""
+        types = gemma_layer_types(self.config.text, default_pattern=6)
+        return types[:-1] + ["full_attention"] if types else types
 
     def _layer_shape(self, index: int) -> tuple[int, int]:
         """(head_dim, total KV heads) of layer ``index``."""
