@@ -9,14 +9,17 @@ parameters (DeepSeek-V3.2, GLM-5 / GLM-5.2):
   ``rows = min(max_num_batched_tokens, max_num_seqs × (1 + speculative tokens))``
   (vllm/v1/attention/backends/mla/index_group.py::SparseMLAIndexGroupBuilder.register_layer,
   get_sparse_mla_index_group_max_rows);
+* on FLASH_ATTN_MLA_SPARSE (Hopper, 16-bit cache), per sparse MLA layer the impl's
+  ``cu_seqlens_q_buffer``, an int32 ``arange(max_num_batched_tokens + 1)`` (the top-k buffer's
+  rows + 1; vllm/v1/attention/backends/mla/flashattn_mla_sparse.py::FlashAttnMLASparseImpl.
+  __init__); the other sparse backends allocate nothing per layer at construction;
 * the indexer's own rotary cos/sin cache, a second cache of the main one's shape, unless the config
   sets ``indexer_rope_interleave`` (then the indexer's rope is non-NeoX like the main one and
   get_rope returns the same cached instance: GLM-5); vllm/models/deepseek_v32/attention.py.
 
-Checked against vLLM 0.33's own construction on the meta device (DeepSeek-V3.2 at TP 8, GLM-5 at
-TP 1 and 8: 8,433,672 B of int32 per index-producing layer there, of which these account for
-8,400,900; the other 32,772 B a layer, one ``[max_num_batched_tokens + 1]`` int32, are not
-identified in vLLM's source yet and not counted).
+Checked against vLLM 0.33's own construction on the meta device (DeepSeek-V3.2 at TP 1 and 8,
+GLM-5 at TP 1 and 8: 8,433,672 B of int32 per layer at 8,192 batched tokens, of which the
+cu_seqlens_q_buffer is 32,772 B).
 """
 
 from __future__ import annotations
@@ -35,7 +38,11 @@ def dsa_index_buffers(adapter: Any, ctx: GraphContext, layers: range, rope: Weig
         return []
     rows = min(ctx.max_num_batched_tokens, ctx.max_num_seqs * (1 + ctx.num_speculative_tokens))
     groups = sum(1 for i in layers if adapter.has_indexer(i))
-    return [
+    # every DeepseekV32 layer is a sparse MLA layer, index-producing or not
+    cu_seqlens = ([WeightTensor("self_attn.impl.cu_seqlens_q_buffer", "buffer", ctx.max_num_batched_tokens + 1, 1,
+                                len(layers), dtype="int32")]
+                  if adapter.backend(ctx).name == "FLASH_ATTN_MLA_SPARSE" else [])
+    return cu_seqlens + [
         WeightTensor("model.topk_indices_buffer", "buffer", ctx.max_num_batched_tokens, topk, dtype="int32"),
         WeightTensor("index_group.physical_topk_indices", "buffer", rows + 1, topk, groups, dtype="int32"),
         WeightTensor("index_group.valid_topk_counts", "buffer", rows + 1, 1, groups, dtype="int32"),
