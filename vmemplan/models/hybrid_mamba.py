@@ -124,7 +124,7 @@ class NemotronH(Mamba2Hybrid):
     defaults to float32 (config ``mamba_ssm_cache_dtype`` else float32:
     vllm/model_executor/models/config.py::NemotronHForCausalLMConfig, 0.33.0)."""
 
-    architectures = ("NemotronHForCausalLM", "NemotronHPuzzleForCausalLM")
+    architectures = ("NemotronHForCausalLM",)  # NemotronHPuzzleForCausalLM: models/nemotron_h_puzzle.py
     attention_layer_name = "model.layers.{i}.mixer.attn"
     mamba_layer_name = "model.layers.{i}.mixer"
 
