@@ -49,6 +49,7 @@ SHIMS.update({"Step5ForCausalLM": "shims_step5.py"})  # flashinfer stand-in for 
 SHIMS.update({"Gemma3nForConditionalGeneration": "shims_gemma3n.py"})  # timm for the MobileNet-V5 tower
 SHIMS.update({"BloomForCausalLM": "shims_alibi.py", "Step1ForCausalLM": "shims_alibi.py"})  # ALiBi slopes on CPU (.tolist())
 SHIMS.update({"ApertusForCausalLM": "shims_xielu.py"})  # xIELU scalars read on CPU (.item())
+SHIMS.update({"DeciLMForCausalLM": "shims_decilm.py"})  # stand-in for the remote DeciLMConfig (nemotron-nas)
 SHIMS.update({"NemotronHPuzzleForCausalLM": "shims_nemotron_h_puzzle.py"})  # stand-in for the remote NemotronHPuzzleConfig
 WEIGHT_KEYS = ("parameters_bytes", "buffers_bytes", "total_bytes", "by_dtype",
                "parameters_by_dtype", "buffers_by_dtype", "host_tensors_bytes", "num_tensors",

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from vmemplan.core.errors import UnsupportedArchitecture, UsageError
-from vmemplan.core.graph import GraphContext, WeightTensor
+from vmemplan.core.graph import GraphContext, WeightTensor, attention_scales
 from vmemplan.core.kv_specs import FullAttentionSpec, kv_dtype_bytes
 from vmemplan.core.units import dtype_bytes
 from vmemplan.models.base import register, rope_cache_positions
@@ -170,6 +170,9 @@ class DeciLM(LlamaLike):
             if self.mlp_bias():
                 out += [WeightTensor(f"mlp[{inter}].gate_up_proj.bias", "bias", 2 * part, 1, n),
                         WeightTensor(f"mlp[{inter}].down_proj.bias", "bias", h, 1, n)]
+        if attn_count:
+            # each Attention layer's four fp32 scalars (attention.py::set_default_quant_scales)
+            out.append(attention_scales("self_attn.attn", sum(attn_count.values())))
         if last:
             out.append(WeightTensor("model.norm", "norm", h, 1))
             if not cfg.tie_word_embeddings:
