@@ -93,8 +93,18 @@ def test_size_sweep_and_api_agree_to_the_byte(point):
     assert got.kv_cache_tokens == plan.kv_cache.tokens
     assert got.max_concurrency == plan.kv_cache.max_concurrency
     assert got.starts == plan.verdict.starts
+    _same_verdict_and_band(got, plan)
     # the evaluator's full plan is the same object size prints, field for field
     assert ev.plan(varied) == plan
+
+
+def _same_verdict_and_band(got, plan):
+    """The point's verdict, outcome and band low end are the plan's (sweep reads the pipeline's
+    figures without putting a MemoryPlan together)."""
+    from vmemplan.laws.bands import low_end_pool
+
+    assert (got.reason, got.outcome) == (plan.verdict.reason, plan.verdict.outcome)
+    assert got.kv_cache_tokens_low == (low_end_pool(plan)[0] if plan.band is not None else None)
 
 
 def test_sweep_refuses_a_context_longer_than_the_model_as_size_does():
@@ -252,6 +262,24 @@ def test_one_evaluator_across_context_lengths_agrees_with_size(model):
                 got.max_concurrency, got.starts) == (
             plan.per_rank.weights_bytes, plan.per_rank.available_kv_cache_bytes, plan.kv_cache.num_blocks,
             plan.kv_cache.tokens, plan.kv_cache.max_concurrency, plan.verdict.starts), length
+        _same_verdict_and_band(got, plan)
         assert ev.plan({"max_model_len": length}) == plan
     if model == "meta-llama/Llama-3.1-8B":
         assert ev.length_reuses >= len(lengths) - 2  # the graph was built once (or twice: batch defaults)
+
+
+def test_lengths_and_budgets_interleaved_agree_with_size():
+    """The budget kept per budget flags across context lengths (sweep._Shape.budgets) is the
+    budget size computes, whichever order the points come in."""
+    model, gpu = "Qwen/Qwen3-30B-A3B", "h100"
+    ev = SweepEvaluator({"model": model, "gpu": gpu}, registry=_registry(), source=_source(model),
+                        request_tokens=4096)
+    for length, util in ((4096, 0.9), (8192, 0.8), (4096, 0.8), (16384, 0.9), (8192, 0.95), (2048, 0.8)):
+        plan, error = _plan_or_error({"model": model, "gpu": gpu, "max_model_len": length,
+                                      "gpu_memory_utilization": util})
+        got = ev.evaluate({"max_model_len": length, "gpu_memory_utilization": util})
+        assert error is None and got.error is None
+        assert (got.available_kv_cache_bytes, got.num_blocks, got.kv_cache_tokens, got.max_concurrency) == (
+            plan.per_rank.available_kv_cache_bytes, plan.kv_cache.num_blocks, plan.kv_cache.tokens,
+            plan.kv_cache.max_concurrency), (length, util)
+        _same_verdict_and_band(got, plan)

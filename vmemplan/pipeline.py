@@ -47,7 +47,7 @@ from vmemplan.pipeline_overheads import (  # noqa: F401 (step 3, re-exported)
     cuda_graph_subtracted,
     overheads,
 )
-from vmemplan.plan_result import assemble
+from vmemplan.plan_result import assemble, kv_band
 from vmemplan.request.compilation import custom_ops_on
 from vmemplan.result import MemoryPlan, PerRank, Provenance, Verdict
 
@@ -467,13 +467,35 @@ def verdict(req: ResolvedRequest, over: Overheads, bud: Budget, kv_pool: PoolPla
     return Verdict(starts=True)
 
 
+@frozen
+class Figures:
+    """Steps 4–6 and the band, before the result is put together (what ``sweep`` reads)."""
+
+    budget: Budget
+    pool: PoolPlan
+    verdict: Verdict
+    band: Any  # laws.bands.KvBand | None, without its per-term bands
+    warnings: tuple[str, ...]
+
+
+def figures(req: ResolvedRequest, graph: ModelGraph, over: Overheads, measured: Measured | None = None,
+            ctx: PoolContext | None = None, grouped: PoolLayout | UngroupableSpecs | None = None,
+            bud: Budget | None = None) -> Figures:
+    """Steps 4–6 (budget, pool, verdict) and the KV band for a graph and overheads in hand;
+    ``bud``: the budget already computed for this request's budget flags (a sweep over the
+    context length keeps it: nothing in it reads the length)."""
+    bud = bud if bud is not None else budget(req, graph, over, measured)
+    kv_pool, warnings = pool(req, graph, bud, ctx, grouped)
+    result = verdict(req, over, bud, kv_pool)
+    return Figures(bud, kv_pool, result, kv_band(req, over, bud, kv_pool, result), warnings)
+
+
 def tail(req: ResolvedRequest, graph: ModelGraph, over: Overheads, measured: Measured | None = None,
          ctx: PoolContext | None = None, grouped: PoolLayout | UngroupableSpecs | None = None) -> MemoryPlan:
     """Steps 4–7 for a graph and overheads (and optionally the pool's layout) already in hand:
     what a budget-only change re-runs."""
-    bud = budget(req, graph, over, measured)
-    kv_pool, warnings = pool(req, graph, bud, ctx, grouped)
-    return assemble(req, graph, over, bud, kv_pool, verdict(req, over, bud, kv_pool), warnings)
+    f = figures(req, graph, over, measured, ctx, grouped)
+    return assemble(req, graph, over, f.budget, f.pool, f.verdict, f.warnings, band=f.band)
 
 
 def plan_memory(req: ResolvedRequest, measured: Measured | None = None) -> MemoryPlan:

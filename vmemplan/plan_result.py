@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from vmemplan.pipeline import Budget, ModelGraph, Overheads
     from vmemplan.resolve import ResolvedRequest
 
-__all__ = ["assemble", "engine_settings"]
+__all__ = ["assemble", "engine_settings", "kv_band"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -91,18 +91,30 @@ def engine_settings(req: ResolvedRequest, over: Overheads) -> EngineSettings:
     )
 
 
+_UNSET: Any = object()
+
+
+def outcome(band: Any, result: Verdict) -> Literal["starts", "may_not_start", "does_not_start"]:
+    """The plan's outcome: the band's (whether every end of it starts) or the verdict's."""
+    if band is not None:
+        return band.outcome  # type: ignore[no-any-return]
+    return "starts" if result.starts else "does_not_start"
+
+
 def assemble(req: ResolvedRequest, graph: ModelGraph, over: Overheads, bud: Budget, kv_pool: PoolPlan,
-             result: Verdict, warnings: tuple[str, ...] = ()) -> MemoryPlan:
-    """Put the steps' figures and their provenance into one frozen :class:`MemoryPlan`."""
+             result: Verdict, warnings: tuple[str, ...] = (), band: Any = _UNSET) -> MemoryPlan:
+    """Put the steps' figures and their provenance into one frozen :class:`MemoryPlan`
+    (``band``: :func:`kv_band`'s answer, when the caller has it already)."""
     prov = (*graph.provenance, *over.provenance, *bud.provenance, *_pool_provenance(req, kv_pool))
     cfg = req.config
-    band = _band(req, over, bud, kv_pool, result)
+    if band is _UNSET:
+        band = kv_band(req, over, bud, kv_pool, result)
     if band is not None:
+        band = evolve(band, terms=_term_bands(req, bud))
         prov = (*prov, Provenance("available_kv_cache_bytes.band", list(band.available_kv_cache_bytes_range),
                                   "estimated", band.describe()))
         prov = (*prov, *(_term_provenance(t) for t in band.terms))
-    result = evolve(result, outcome=band.outcome if band is not None else
-                     ("starts" if result.starts else "does_not_start"))
+    result = evolve(result, outcome=outcome(band, result))
     return MemoryPlan(
         model_id=req.source.model_id, model_source=req.source.source, architecture=cfg.architecture or cfg.model_type,
         gpu_id=req.gpu.id, gpu_name=req.gpu.name, gpu_total_memory_bytes=bud.total_bytes,
@@ -122,10 +134,10 @@ def _term_provenance(t: Any) -> Provenance:
                       "registry bands.yaml)")
 
 
-def _band(req: ResolvedRequest, over: Overheads, bud: Budget, kv_pool: PoolPlan, result: Verdict) -> Any:
+def kv_band(req: ResolvedRequest, over: Overheads, bud: Budget, kv_pool: PoolPlan, result: Verdict) -> Any:
     """The error band on the estimated KV figures (vmemplan/laws/bands.py), or None when the
     figures are exact (``--kv-cache-memory``) or the registry has no band data.  The ends are
-    re-sized over the fullest rank's KV cache groups."""
+    re-sized over the fullest rank's KV cache groups; the per-term bands are :func:`assemble`'s."""
     data = req.registry.bands
     if bud.kv_cache_memory_given or data is None or req.registry.cost_model is None:
         return None
@@ -148,12 +160,20 @@ def _band(req: ResolvedRequest, over: Overheads, bud: Budget, kv_pool: PoolPlan,
         return (p.num_blocks, p.kv_cache_tokens, p.max_concurrency,
                 others_ok and positive and p.fits_one_request, p)
 
-    band = band_law.kv_band(available_kv_cache_bytes=fullest.available_kv_cache_bytes,
+    return band_law.kv_band(available_kv_cache_bytes=fullest.available_kv_cache_bytes,
                             requested_bytes=bud.requested_bytes, width=width, resize=resize,
                             central_starts=result.starts)
-    estimates = {t: getattr(fullest, t) for t in band_law.TERMS}
-    terms = band_law.term_bands(data, estimates, era=era, family=req.adapter.family,
-                                requested_bytes=bud.requested_bytes)
-    return evolve(band, terms=terms)
+
+
+def _term_bands(req: ResolvedRequest, bud: Budget) -> Any:
+    """The band of each estimated term on the fullest rank (a plan with a band has band data)."""
+    from vmemplan.laws import bands as band_law
+
+    data, cost_model = req.registry.bands, req.registry.cost_model
+    assert data is not None and cost_model is not None
+    era = cost_model.era_for(req.vllm_version, engine=req.rules.engine).id
+    estimates = {t: getattr(bud.fullest, t) for t in band_law.TERMS}
+    return band_law.term_bands(data, estimates, era=era, family=req.adapter.family,
+                               requested_bytes=bud.requested_bytes)
 
 

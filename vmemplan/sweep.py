@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -305,6 +305,9 @@ class _Shape:
     ctx: Any
     grouped: Any
     blocks_for_request: int | None = None
+    #: pipeline.budget per budget flags (util, KV bytes); shared by the shapes that differ only in
+    #: the context length, which the budget does not read
+    budgets: dict = field(default_factory=dict)
 
 
 _BUDGET_FIELDS = ("gpu_memory_utilization", "kv_cache_memory_bytes")
@@ -386,7 +389,7 @@ class SweepEvaluator:
                     # the pool context too: of the request it reads only the context length here
                     # (the layout and hybrid-manager choices are the groups', reused above)
                     ctx = near.ctx.with_max_model_len(req.max_model_len)
-                    cached = _Shape(req, near.graph, near.over, ctx, near.grouped)
+                    cached = _Shape(req, near.graph, near.over, ctx, near.grouped, budgets=near.budgets)
                     self.length_reuses += 1
                 else:
                     graph = pipeline.model_graph(req, self._weights)
@@ -408,7 +411,8 @@ class SweepEvaluator:
         return cached
 
     def _concurrency(self, e: Any, pool: Any, shape: _Shape) -> int | None:
-        """Requests of ``request_tokens`` the pool holds at once, under the engine's settings ``e``."""
+        """Requests of ``request_tokens`` the pool holds at once, under the settings ``e`` (the
+        resolved request: its max_model_len and max_num_seqs)."""
         if self.request_tokens is None:
             return None
         from vmemplan.concurrency import effective_concurrency, requests_by_kv
@@ -438,6 +442,15 @@ class SweepEvaluator:
         from vmemplan import pipeline
         from vmemplan.model_config import config_value_guard
 
+        req, shape = self._budgeted(inputs)
+        with config_value_guard(req.source.model_id):
+            plan = pipeline.tail(req, shape.graph, shape.over, ctx=shape.ctx, grouped=shape.grouped)
+        return plan, shape
+
+    def _budgeted(self, inputs: Any) -> tuple[Any, _Shape]:
+        """The point's shape and its request with the point's budget flags."""
+        from vmemplan import pipeline
+
         shape = self._shape(inputs)
         util = inputs.gpu_memory_utilization
         if util is not None and not 0 < util <= 1:
@@ -445,26 +458,35 @@ class SweepEvaluator:
                              hint="vLLM takes a fraction of the GPU, e.g. 0.92")
         req = pipeline.with_budget_flags(shape.req, gpu_memory_utilization=util,
                                          kv_cache_memory_bytes=inputs.kv_cache_memory_bytes)
-        with config_value_guard(req.source.model_id):
-            plan = pipeline.tail(req, shape.graph, shape.over, ctx=shape.ctx, grouped=shape.grouped)
-        return plan, shape
+        return req, shape
 
     def _evaluate(self, point: Mapping[str, Any]) -> SweepPoint:
-        plan, shape = self._plan(self._inputs(point))
-        kv = plan.kv_cache
-        low_tokens = low_concurrency = None
-        if plan.band is not None:  # the band's low end, read without building its plan (bands.low_end)
-            from vmemplan.laws.bands import low_end_pool
+        """The point's figures from the pipeline's steps (pipeline.figures), without putting a
+        whole MemoryPlan together: the same figures ``size`` prints (tests/test_pipeline_agreement.py)."""
+        from vmemplan import pipeline
+        from vmemplan.model_config import config_value_guard
+        from vmemplan.plan_result import outcome
 
-            low_tokens, low_pool = low_end_pool(plan)
-            low_concurrency = self._concurrency(plan.engine, low_pool, shape)
-        return SweepPoint(values=dict(point), weights_bytes=plan.per_rank.weights_bytes,
-                          available_kv_cache_bytes=plan.per_rank.available_kv_cache_bytes,
-                          kv_cache_tokens=kv.tokens, max_concurrency=kv.max_concurrency,
-                          starts=plan.verdict.starts, num_blocks=kv.num_blocks,
-                          concurrency_at_request_tokens=self._concurrency(plan.engine, plan.pool, shape),
-                          reason=plan.verdict.reason, kv_cache_tokens_low=low_tokens,
-                          concurrency_at_request_tokens_low=low_concurrency, outcome=plan.verdict.outcome)
+        req, shape = self._budgeted(self._inputs(point))
+        key = (req.gpu_memory_utilization, req.kv_cache_memory_bytes)
+        with config_value_guard(req.source.model_id):
+            f = pipeline.figures(req, shape.graph, shape.over, ctx=shape.ctx, grouped=shape.grouped,
+                                 bud=shape.budgets.get(key))
+        shape.budgets[key] = f.budget
+        pool, band, fullest = f.pool, f.band, f.budget.fullest
+        low_tokens = low_concurrency = None
+        if band is not None:  # the band's low end, as bands.low_end_pool reads a plan's
+            from vmemplan.laws.bands import band_low_end
+
+            low_tokens, low_pool = band_low_end(band, pool)
+            low_concurrency = self._concurrency(req, low_pool, shape)
+        return SweepPoint(values=dict(point), weights_bytes=fullest.weights_bytes,
+                          available_kv_cache_bytes=fullest.available_kv_cache_bytes,
+                          kv_cache_tokens=pool.kv_cache_tokens, max_concurrency=pool.max_concurrency,
+                          starts=f.verdict.starts, num_blocks=pool.num_blocks,
+                          concurrency_at_request_tokens=self._concurrency(req, pool, shape),
+                          reason=f.verdict.reason, kv_cache_tokens_low=low_tokens,
+                          concurrency_at_request_tokens_low=low_concurrency, outcome=outcome(band, f.verdict))
 
 
 def iter_sweep(evaluator: SweepEvaluator, varies: Sequence[Vary],

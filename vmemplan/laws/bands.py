@@ -272,9 +272,13 @@ def kv_band(
 def low_end_pool(plan: Any) -> tuple[int, Any]:
     """The KV cache tokens and the pool at the plan's band's low end (the plan's own when its band
     kept no low-end pool); the plan must have a band."""
-    band = plan.band
+    return band_low_end(plan.band, plan.pool)
+
+
+def band_low_end(band: KvBand, pool: Any) -> tuple[int, Any]:
+    """:func:`low_end_pool` from the band and the central pool themselves."""
     if band.low_pool is None:
-        return plan.kv_cache.tokens, plan.pool
+        return pool.kv_cache_tokens, pool
     return band.tokens_range[0], band.low_pool
 
 
