@@ -270,10 +270,12 @@ def _resolve_with(inputs: PlanInputs, *, registry: Registry, source: ModelSource
     warnings.extend(mamba.mamba_block_size_warnings(
         inputs, adapter, enable_prefix_caching=bool(prefix), max_model_len=int(max_model_len),
         block_size=int(block_size), version=version_tuple_or_none(version_text)))
-    from vmemplan.request.attention_backend import check_backend_block_size
+    from vmemplan.request.attention_backend import check_backend_block_size, check_required_backend
 
     check_backend_block_size(inputs.attention_backend, inputs.block_size, sm_major=gpu.sm_major, kv_cache_dtype=kv_dtype,
                              mla=bool(config.raw.get("kv_lora_rank")) or hasattr(adapter, "latent_head_size"))
+    if (version_tuple_or_none(version_text) or (0, 33)) >= (0, 33):  # the check as 0.33.0 makes it
+        check_required_backend(inputs.attention_backend, adapter, vendor=gpu.vendor, arch=gpu.arch, dtype=dtype)
     _check_layout(inputs, tp)
 
     from vmemplan.rules import parse_version

@@ -28,6 +28,10 @@ OVERRIDES = {("CohereForAI--c4ai-command-r-v01.ome-trimmed", 1): {"max_model_len
 # "use_alibi_sqrt is not supported by backend FLASH_ATTN" for the default backend)
 OVERRIDES.update({("stepfun-ai--Step1Config-defaults.synthetic.oracle-llama", tp): {"attention_backend": "TRITON_ATTN"}
                   for tp in (1, 2)})
+# Rnj1 (vllm/model_executor/models/rnj1.py): its chunked_attention layers pass chunk_lookback=1, which only
+# TRITON_ATTN runs (attention.py::Attention asserts "Chunked attention with lookback requires the Triton backend")
+OVERRIDES.update({("EssentialAI--rnj1-gemma3-defaults.synthetic", tp): {"attention_backend": "TRITON_ATTN"}
+                  for tp in (1, 2)})
 # multimodal checkpoints checked too (vision tower weights, the language model's KV pool), with
 # the TPs to run: the families issue 11 names first (Qwen3.5-27B loads its Qwen3-VL tower)
 MULTIMODAL = {"Qwen--Qwen3.5-27B": (1, 2, 4), "Qwen--Qwen3-VL-30B-A3B-Instruct.transcribed-trimmed": (1, 2),

@@ -72,6 +72,10 @@ def vmemplan_figures(fx: dict[str, Any]) -> dict[str, Any]:
         "max_num_batched_tokens": o["max_num_batched_tokens"],
         "kv_cache_memory": o["available_bytes"],
     }
+    # the case's --attention-backend (bench/oracle/build_cases.py OVERRIDES: Step1, Rnj1), passed as the user would
+    words = fx["command"].split()
+    if "--attention-backend" in words:
+        flags["attention_backend"] = words[words.index("--attention-backend") + 1]
     try:
         req, plan = plan_with_request(**flags)
         wb = weight_bytes_per_rank(req.adapter.weight_tensors(_graph_context(req, 0)), model_dtype=req.dtype,

@@ -76,6 +76,15 @@ class Rnj1(Gemma2):
             out.append(WeightTensor(f"rotary_emb({t}).cos_sin_cache", "buffer", r, cfg.head_dim))
         return out
 
+    def required_attention_backend(self) -> tuple[str, str] | None:
+        """TRITON_ATTN when a layer is chunked: Attention.__init__ asserts it for
+        ``chunk_lookback`` > -1 (vllm/model_executor/layers/attention/attention.py, 0.33.0), and
+        vLLM's backend selection does not pick it for that reason (checked in
+        vmemplan/request/attention_backend.py::check_required_backend)."""
+        if "chunked_attention" not in self.layer_types():
+            return None
+        return ("TRITON_ATTN", "Chunked attention with lookback requires the Triton backend, but got {got}.")
+
     def notes(self) -> tuple[str, ...]:
         types = self.layer_types()
         n = sum(t == "chunked_attention" for t in types)

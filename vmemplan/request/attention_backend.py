@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from vmemplan.core.errors import UsageError
 
-__all__ = ["KERNEL_BLOCK_MULTIPLE", "check_backend_block_size"]
+__all__ = ["KERNEL_BLOCK_MULTIPLE", "check_backend_block_size", "check_required_backend", "default_backend_name"]
 
 #: backend -> the block size every supported kernel size is a multiple of (0.33.0)
 KERNEL_BLOCK_MULTIPLE = {"FLASH_ATTN": 16, "TRITON_ATTN": 16, "FLEX_ATTENTION": 16, "FLASHINFER": 16}
@@ -46,3 +46,39 @@ def check_backend_block_size(backend: str | None, block_size: int | None, *, mla
         f"Selected backend AttentionBackendEnum.{name} is not valid for this configuration. "
         "Reason: ['block_size not supported']",
         hint=f"--block-size {up} ({name} pages the KV cache in multiples of {multiple}), or drop --block-size")
+
+
+def default_backend_name(*, vendor: str, arch: str, dtype: str) -> str:
+    """The dense (non-MLA) attention backend vLLM 0.33.0 picks without ``--attention-backend``:
+    the first valid one of vllm/platforms/cuda.py::_get_backend_priorities (SM 10: FLASHINFER,
+    FLASH_ATTN, TRITON_ATTN, ...; otherwise FLASH_ATTN, FLASHINFER, TRITON_ATTN, ...), where
+    FLASH_ATTN needs SM 8.0+ and FlashInfer SM 7.5+, both a 16-bit dtype; on ROCm ROCM_ATTN
+    (vllm/platforms/rocm.py::_get_backend_priorities).  Head-size and fp8-cache limits that move
+    the choice between FLASH_ATTN and FLASHINFER are not modelled (neither is TRITON_ATTN)."""
+    if vendor == "amd":
+        return "ROCM_ATTN"
+    cc = int(arch[3:]) if arch.startswith("sm_") and arch[3:].isdigit() else 90
+    if dtype not in ("bfloat16", "float16"):
+        return "TRITON_ATTN"
+    if cc // 10 == 10:
+        return "FLASHINFER"
+    if cc >= 80:
+        return "FLASH_ATTN"
+    return "FLASHINFER" if cc >= 75 else "TRITON_ATTN"
+
+
+def check_required_backend(backend: str | None, adapter: object, *, vendor: str, arch: str, dtype: str) -> None:
+    """Raise vLLM's refusal (exit 2) when the model's layers need one attention backend
+    (``adapter.required_attention_backend()`` gives its name and vLLM's message with ``{got}``
+    for the backend in use) and ``--attention-backend`` does not select it, neither does vLLM's
+    default (:func:`default_backend_name`)."""
+    need = getattr(adapter, "required_attention_backend", None)
+    required = need() if callable(need) else None
+    if required is None:
+        return
+    name, message = required
+    got = backend.upper() if backend else default_backend_name(vendor=vendor, arch=arch, dtype=dtype)
+    if got == name:
+        return
+    raise UsageError(message.format(got=got),
+                     hint=f"--attention-backend {name} (vLLM does not select it for this model by itself)")
