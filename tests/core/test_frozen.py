@@ -60,3 +60,37 @@ def test_equality_hash_repr_replace() -> None:
     assert dataclasses.replace(a, y="b") == Mine(1, "b")
     assert [f.name for f in dataclasses.fields(Mine)] == ["x", "y"]
     assert Mine.__setattr__.__qualname__ == "Mine.__setattr__"
+
+
+@frozen
+class WithFactory:
+    a: int
+    items: tuple = dataclasses.field(default_factory=tuple)
+    b: str = "z"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "b", self.b.upper())
+
+
+@dataclasses.dataclass(frozen=True)
+class StdWithFactory:
+    a: int
+    items: tuple = dataclasses.field(default_factory=tuple)
+    b: str = "z"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "b", self.b.upper())
+
+
+@frozen(kw_only=True)
+class KwChild(WithFactory):
+    c: float = 1.5
+
+
+def test_init_stores_what_the_standard_init_stores() -> None:
+    assert vars(WithFactory(1)) == vars(StdWithFactory(1)) == {"a": 1, "items": (), "b": "Z"}
+    assert vars(WithFactory(2, (3,), b="q")) == vars(StdWithFactory(2, (3,), b="q"))
+    assert vars(KwChild(4, c=2.0)) == {"a": 4, "items": (), "b": "Z", "c": 2.0}
+    assert dataclasses.replace(KwChild(4), a=5) == KwChild(5)
+    with pytest.raises(TypeError):
+        WithFactory()  # type: ignore[call-arg]
