@@ -351,6 +351,10 @@ class WeightOnlyIntScheme(QuantScheme):
     gptq_legacy: bool = False
     #: SM 9.0 symmetric GPTQ linears whose shape Machete takes (see :meth:`_machete_parts`)
     machete: bool = False
+    #: compressed-tensors WNA16: each linear also holds an int64[2] ``weight_shape`` parameter
+    #: (compressed_tensors_wNa16.py::CompressedTensorsWNA16.create_weights registers it; neither
+    #: its process_weights_after_loading nor the Machete/Marlin kernels' drop it, 0.33.0)
+    weight_shape: bool = False
 
     def _machete_parts(self, t: WeightTensor, e: int, width: int) -> list[tuple[str, int]] | None:
         """A linear (not fused-MoE) layer on SM 9.0 that vLLM's kernel chooser gives to Machete
@@ -390,6 +394,8 @@ class WeightOnlyIntScheme(QuantScheme):
             parts.append(("g_idx", e * k * 4))
             if self.marlin and self.act_order:
                 parts.append(("g_idx_sort_indices", e * k * 4))
+        if self.weight_shape and t.kind != "expert" and ".experts." not in t.name:
+            parts.append(("weight_shape", 2 * 8))
         return parts
 
 

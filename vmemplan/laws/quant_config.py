@@ -74,7 +74,7 @@ def _compressed_tensors(qc: Mapping[str, Any], source: str, sm_major: int | None
             name=f"compressed-tensors W{bits}A16 (group {gs})", excluded=excluded, source=source,
             bits=bits, group_size=gs, zero_point=not bool(w.get("symmetric", True)),
             act_order=actorder in ("group", True, "weight") and gs != -1 and actorder == "group",
-            marlin=True,
+            marlin=True, weight_shape=True,
         )
     dynamic = bool(a.get("dynamic", True))
     if wtype == "float":
