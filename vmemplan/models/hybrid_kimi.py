@@ -101,6 +101,11 @@ class KimiLinear(LinearMlaHybrid):
                 raise ModelConfigError("Kimi-Linear with q_lora_rank is not modelled (no released config has one)")
             out += mla_attention_tensors("self_attn", tp=tp, hidden=h, heads=cfg.num_attention_heads, nope=nope,
                                          rope=rope, v=v, kv_lora=lora, q_lora=None, count=n_mla)
+            # beside the four Attention scales, three fp32 [1] buffers a layer: ``_one_scale``
+            # (MultiHeadLatentAttention.__init__) and ``_q_scale_inv`` / ``_k_scale_inv``, the
+            # reciprocals its process_weights_after_loading registers (kimi_k3/nvidia/mla.py, 0.33.0)
+            out.append(WeightTensor("self_attn._one_scale+_q_scale_inv+_k_scale_inv", "buffer", 3, 1, n_mla,
+                                    dtype="float32"))
         n_moe = sum(1 for i in range(span.start, span.end) if self.is_moe_layer(i))
         if n_moe:
             e = int(self._get("num_experts"))
