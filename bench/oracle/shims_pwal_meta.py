@@ -1,0 +1,92 @@
+#!/usr/bin/env python
+"""Emulation shim for the vllm-oracle: lets vLLM 0.33.0's ``process_weights_after_loading`` finish
+on the meta device for compressed-tensors checkpoints (their Attention KV-cache method) and for
+linears on the Machete kernel (AWQ, GPTQ, compressed-tensors WNA16 on SM 9.0).
+
+    python bench/oracle/shims_pwal_meta.py <vllm-oracle>/oracle.py CONFIG --available-bytes N --tp T ...
+
+``make_fixtures.py`` runs this instead of the oracle itself for the architectures listed in
+its ``SHIMS`` table; the arguments are the oracle's, unchanged.
+
+Why: without it the oracle's post-processing stops part-way and the fixture keeps the
+construction-time tensors (``weights.stage`` "construction", a CAVEAT), which is not what a GPU
+host holds:
+
+* ``quantization/compressed_tensors/compressed_tensors.py::CompressedTensorsKVCacheMethod.
+  process_weights_after_loading`` reads its k/v/q scale placeholders as Python floats with
+  ``Tensor.item()`` (``_to_scalar``), which a meta tensor cannot do; the lines after it, which
+  re-register ``_k/_v/_q_scale`` from the placeholders and delete the placeholders
+  (``del layer.k_scale`` ... ``del layer.q_zero_point``), never run.
+* ``kernels/linear/mixed_precision/machete.py::MacheteLinearKernel.process_weights_after_loading``
+  calls ``ops.machete_prepack_B``, a compiled op the oracle answers as a no-op returning None, so
+  ``x.data = None`` raises and every later layer stays unprocessed (Machete's zero points are
+  never turned into their pre-scaled 16-bit form).
+
+What the shim does, and nothing else:
+
+* while ``CompressedTensorsKVCacheMethod.process_weights_after_loading`` runs, ``Tensor.item()``
+  of a meta tensor answers 1.0 (the value ``create_weights`` gives the placeholders,
+  ``torch.ones``); the float only goes to ``layer._k/_v/_q_scale_float`` and ``fill_`` of the
+  host copies, no shape depends on it;
+* ``vllm._custom_ops.machete_prepack_B`` answers as vLLM's own fake kernel for it
+  (``_custom_ops.py::machete_prepack_B_fake``: ``torch.empty_like(b_q_weight,
+  memory_format=torch.contiguous_format)``, same shape and dtype as the real op's result).
+
+Neither allocates anything a GPU would not: the tensors the post-processing keeps are built by
+vLLM's own code on the meta device.  The patches are recorded in the fixture's ``assumptions``.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from _shim import after_emulation_setup, load_oracle, run_oracle  # bench/oracle/_shim.py
+
+NOTE = ("shim bench/oracle/shims_pwal_meta.py: during compressed_tensors.py::CompressedTensorsKVCacheMethod."
+        "process_weights_after_loading Tensor.item() of a meta tensor answers 1.0 (the placeholders' "
+        "torch.ones value; only host floats depend on it), and vllm._custom_ops.machete_prepack_B answers as "
+        "vLLM's own fake kernel (machete_prepack_B_fake: empty_like, same shape and dtype), so vLLM's "
+        "process_weights_after_loading runs to the end on meta")
+
+
+def install(oracle) -> None:
+    import functools
+
+    import torch
+    import vllm._custom_ops as ops
+    from vllm.model_executor.layers.quantization.compressed_tensors import compressed_tensors as ct
+
+    method = ct.CompressedTensorsKVCacheMethod
+    original = method.process_weights_after_loading
+
+    @functools.wraps(original)
+    def process_weights_after_loading(self, layer):
+        item = torch.Tensor.item
+
+        def meta_item(t):
+            return 1.0 if t.device.type == "meta" else item(t)
+
+        torch.Tensor.item = meta_item
+        try:
+            return original(self, layer)
+        finally:
+            torch.Tensor.item = item
+
+    method.process_weights_after_loading = process_weights_after_loading
+
+    def machete_prepack_B(b_q_weight, a_type, b_type, group_scales_type):  # noqa: N802 (vLLM's name)
+        return torch.empty_like(b_q_weight, memory_format=torch.contiguous_format)
+
+    ops.machete_prepack_B = machete_prepack_B
+    oracle.ASSUMPTIONS.append(NOTE)
+
+
+def main() -> int:
+    oracle_path = sys.argv[1]
+    oracle = load_oracle(oracle_path)
+    after_emulation_setup(oracle, lambda: install(oracle))
+    return run_oracle(oracle, oracle_path)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
