@@ -60,6 +60,12 @@ def test_compressed_tensors_kv_scheme_means_fp8() -> None:
     a = _adapter(quantization_config=qc)
     assert a.resolve_cache_dtype(GraphContext(), "auto") == "fp8"
     assert a.resolve_cache_dtype(GraphContext(), "bfloat16") == "bfloat16"
-    # k/v/q scales (fp32) and zero points: 3 one-element tensors each per attention layer
-    names = {t.name: t.count for t in a.weight_tensors(GraphContext())}
-    assert names["self_attn.attn.k/v/q_scale"] == 12 and names["self_attn.attn.k/v/q_zero_point"] == 12
+    # the k/v/q scale placeholders and zero points are deleted after loading; per-tensor scales
+    # become the four fp32 scalars already counted (CompressedTensorsKVCacheMethod.
+    # process_weights_after_loading), so nothing more per attention layer
+    names = {t.name for t in a.weight_tensors(GraphContext())}
+    assert not any("zero_point" in n or "per head" in n for n in names)
+    # attn_head: _k/_v/_q_scale hold one fp32 per local KV head, 3 x 4 x (heads - 1) B more a layer
+    qc["kv_cache_scheme"] = {"strategy": "attn_head"}
+    extra = [t for t in _adapter(quantization_config=qc).weight_tensors(GraphContext()) if "per head" in t.name]
+    assert [(t.count, t.dtype) for t in extra] == [(12, "float32")]

@@ -60,19 +60,24 @@ def checkpoint_kv_cache_dtype(config: Any, cache_dtype: str) -> str:
 
 def compressed_tensors_attention_tensors(config: Any, layers: int, kv_heads: int,
                                          prefix: str = "self_attn.attn") -> list[WeightTensor]:
-    """The k/v/q scales (fp32) and zero points (model dtype) that
-    ``CompressedTensorsKVCacheMethod.create_weights`` registers on each of ``layers`` Attention
-    layers of a compressed-tensors checkpoint: one element each, ``kv_heads`` (the rank's KV
-    heads) under the ``attn_head`` strategy."""
+    """What a compressed-tensors checkpoint's KV-cache method leaves on each of ``layers`` Attention
+    layers beyond the four fp32 scalar scales (:func:`attention_scales`), after loading.
+
+    ``CompressedTensorsKVCacheMethod.create_weights`` registers k/v/q scale placeholders (fp32, one
+    element each, ``kv_heads`` - the rank's KV heads - under the ``attn_head`` strategy) and zero
+    points; its process_weights_after_loading re-registers ``_k/_v/_q_scale`` as those placeholders
+    and deletes the placeholders and zero points (quantization/compressed_tensors/
+    compressed_tensors.py, 0.33.0).  So a layer keeps ``3 x 4 x n + 4`` bytes of scales: nothing
+    beyond the four scalars for one element (``tensor``), ``3 x 4 x (kv_heads - 1)`` more under
+    ``attn_head``."""
     qc = _compressed_tensors(config)
     if qc is None or layers <= 0:
         return []
     scheme = qc.get("kv_cache_scheme")
     n = kv_heads if isinstance(scheme, Mapping) and scheme.get("strategy") == "attn_head" else 1
-    return [
-        WeightTensor(f"{prefix}.k/v/q_scale", "buffer", n, 1, 3 * layers, dtype="float32"),
-        WeightTensor(f"{prefix}.k/v/q_zero_point", "buffer", n, 1, 3 * layers),
-    ]
+    if n <= 1:
+        return []
+    return [WeightTensor(f"{prefix}._k/_v/_q_scale(per head)", "buffer", n - 1, 1, 3 * layers, dtype="float32")]
 
 
 def split_shared_expert(tensors: list[WeightTensor], name: str = "mlp.shared_expert") -> list[WeightTensor]:
