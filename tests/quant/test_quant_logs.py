@@ -46,8 +46,9 @@ CASES = [
      dict(tensor_parallel_size=8, enable_expert_parallel=True)),
     ("031 Qwen2.5-14B-AWQ --quantization awq", "Qwen--Qwen2.5-14B-Instruct-AWQ", 9.3795,
      dict(flag="awq", dtype="float16")),
+    # an A100 40GB log (SM 8.0: Marlin; Machete is SM 9.0 only)
     ("035 Qwen2.5-Coder-32B-AWQ (awq_marlin)", "Qwen--Qwen2.5-Coder-32B-Instruct-AWQ", 18.1425,
-     dict(dtype="float16")),
+     dict(dtype="float16", sm=8)),
     ("030 Qwen3-30B-A3B W4A16 TP2", "Qwen3-30B-A3B-Instruct-2507-Int4-W4A16", 7.8951,
      dict(tensor_parallel_size=2)),
     ("053 Qwen3-30B-A3B AWQ (compressed-tensors)", "cpatonn--Qwen3-30B-A3B-Thinking-2507-AWQ-4bit", 15.6116, {}),

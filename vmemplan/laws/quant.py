@@ -365,7 +365,10 @@ class WeightOnlyIntScheme(QuantScheme):
         (quantization/auto_gptq.py, 0.33.0) registers ``qzeros`` ``[K/g, N/pack]`` int32 on
         every layer; Machete's process_weights_after_loading repacks qweight in place and,
         with zero_points False, leaves qzeros as they are (Marlin would swap them for an empty
-        tensor): qweight ``K·N·bits/8``, scales ``[K/g, N]`` 16-bit, qzeros, no padding."""
+        tensor): qweight ``K·N·bits/8``, scales ``[K/g, N]`` 16-bit, qzeros, no padding.
+        With zero points (AWQ: quantization/auto_awq.py::AutoAWQMarlinLinearMethod, uint4/uint8)
+        Machete's transform_w_zp unpacks them and pre-multiplies by the scales: ``[K/g, N]`` in the
+        scales' 16-bit dtype, not the packed int32 ``[K/g, N/pack]``."""
         if not self.machete or t.kind == "expert" or ".experts." in t.name:
             return None
         n, k = t.rows, t.cols
@@ -373,8 +376,8 @@ class WeightOnlyIntScheme(QuantScheme):
         if self.bits not in (4, 8) or g not in (-1, 64, 128) or k % 64 or n % 128:
             return None
         groups = 1 if g == -1 else _ceil(k, g)
-        return [("qweight", e * k * n * self.bits // 8), ("scales", e * groups * n * width),
-                ("qzeros", e * groups * (n * self.bits // 32) * 4)]
+        zeros = e * groups * n * width if self.zero_point else e * groups * (n * self.bits // 32) * 4
+        return [("qweight", e * k * n * self.bits // 8), ("scales", e * groups * n * width), ("qzeros", zeros)]
 
     def unit_parts(self, t: WeightTensor, experts: int, width: int) -> list[tuple[str, int]]:
         machete = self._machete_parts(t, experts, width)

@@ -198,6 +198,12 @@ def scheme_for(
             excluded=_as_list(qc.get("modules_to_not_convert")), source=source, bits=bits,
             group_size=int(qc.get("group_size", qc.get("q_group_size", 128))),
             zero_point=bool(qc.get("zero_point", True)), marlin=marlin, match_mode="substring",
+            # SM 9.0: linears whose shape Machete takes go to it (WeightOnlyIntScheme._machete_parts):
+            # 0.33.0's auto_awq.py::AutoAWQMarlinLinearMethod picks the kernel with
+            # choose_mp_linear_kernel; the older awq_marlin.py::AWQMarlinLinearMethod (0.13-era)
+            # repacked for Marlin only, and the release that switched is not pinned: before 0.33, Marlin
+            machete=(marlin and sm_major == 9 and bits in (4, 8)
+                     and (vllm_version is None or tuple(vllm_version) >= (0, 33))),
         )
     if method == "gptq":
         bits = int(qc.get("bits", 4))
