@@ -22,6 +22,7 @@ from typing import Any
 
 from vmemplan.core.errors import ModelConfigError, UsageError
 from vmemplan.core.frozen import frozen
+from vmemplan.core.patterns import lazy
 
 __all__ = ["FIELDS", "FAMILIES", "TRANSFORMERS_DEFAULTS", "with_transformers_defaults", "validate_config", "validate_quantization", "check_quantization_flag"]
 
@@ -180,7 +181,7 @@ def _required(model_types: Sequence[str]) -> set[str]:
     return names
 
 
-_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,199}$")
+_IDENT = lazy(r"^[A-Za-z_][A-Za-z0-9_.-]{0,199}$")
 _HINT = "fix the value in config.json (vLLM reads it as {what}), or fetch a fresh copy of the file"
 
 
@@ -368,14 +369,14 @@ def validate_quantization(qc: Mapping[str, Any] | None, source: str = "quantizat
 
 #: A group that repeats and itself holds a repetition or an alternation, e.g. ``(a+)+``,
 #: ``(.*.*)*``, ``(a|a)*``: the shapes whose backtracking grows exponentially with the name.
-_NESTED_REPEAT = re.compile(r"\((?:[^()\\]|\\.)*(?:[*+?}|]|\{\d)(?:[^()\\]|\\.)*\)\s*(?:[*+]|\{\d+(?:,\d*)?\})")
+_NESTED_REPEAT = lazy(r"\((?:[^()\\]|\\.)*(?:[*+?}|]|\{\d)(?:[^()\\]|\\.)*\)\s*(?:[*+]|\{\d+(?:,\d*)?\})")
 
 
 #: The most unbounded repeats (``*``, ``+``, ``{n,}``) an ignore pattern may hold: a flat run of
 #: ``.*.*.*…`` backtracks polynomially (n repeats: length^n), and real patterns hold one or two
 #: (``.*lm_head``, ``.*layers.\d+.mlp.gate$``).
 MAX_UNBOUNDED_REPEATS = 4
-_REPEAT = re.compile(r"[*+]|\{\d*,\}")
+_REPEAT = lazy(r"[*+]|\{\d*,\}")
 
 
 def _unbounded_repeats(pattern: str) -> int:
@@ -416,7 +417,7 @@ MAX_IGNORE_ENTRIES = 10_000
 MAX_GENERIC_ENTRIES = 1_000
 MAX_PATTERN_CHARS = 1_000
 _EXCLUSION_KEYS = ("ignore", "modules_to_not_convert", "ignored_layers", "exclude_modules", "llm_int8_skip_modules")
-_LAYER_INDEX = re.compile(r"layers\.(\d+)\.")
+_LAYER_INDEX = lazy(r"layers\.(\d+)\.")
 
 
 def _check_exclusions(entries: Any, where: str) -> None:

@@ -9,7 +9,6 @@ law: the cost model hands the overhead and activation laws their constants
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Mapping
 from dataclasses import field
 from typing import Annotated, Any, Literal
@@ -17,6 +16,7 @@ from typing import Annotated, Any, Literal
 from vmemplan.core import constraints as at
 from vmemplan.core.errors import RegistryInvalid, UsageError
 from vmemplan.core.frozen import frozen
+from vmemplan.core.patterns import lazy
 from vmemplan.core.records import Record as _Record
 from vmemplan.core.records import validate
 from vmemplan.laws.activation import ActivationConstants
@@ -282,7 +282,7 @@ class CostModel(_Record):
         }
 
 
-_VERSION_RE = re.compile(r"^\s*v?(\d+)\.(\d+)(?:\.(\d+))?")
+_VERSION_RE = lazy(r"^\s*v?(\d+)\.(\d+)(?:\.(\d+))?")
 
 
 @functools.lru_cache(maxsize=256)  # pure; a sweep asks for the same few versions per point

@@ -18,7 +18,6 @@ Nothing here imports vLLM; the rules are restated from reading the release wheel
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
@@ -26,6 +25,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from vmemplan.core import constraints as at
 from vmemplan.core.errors import RegistryInvalid, UsageError
 from vmemplan.core.frozen import frozen
+from vmemplan.core.patterns import lazy
 from vmemplan.core.records import Record as _Record
 from vmemplan.core.records import validate
 from vmemplan.core.version import parse_version
@@ -63,7 +63,7 @@ __all__ = [
 ]
 
 GIB_BYTES = 1 << 30
-_PACK_ID = re.compile(r"^v\d+\.\d+(\.\d+)?(-v0|-v1)?$")
+_PACK_ID = lazy(r"^v\d+\.\d+(\.\d+)?(-v0|-v1)?$")
 
 
 # --------------------------------------------------------------------------------------

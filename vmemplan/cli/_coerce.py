@@ -19,8 +19,9 @@ nothing and typer coerces as it always did.
 from __future__ import annotations
 
 import enum
-import re
 from typing import Any
+
+from vmemplan.core.patterns import lazy
 
 try:  # typer's private runtime-coercion seam (0.26+); absent elsewhere
     from typer._coercion import RuntimeParam, build_runtime_param
@@ -30,8 +31,8 @@ except ImportError:  # pragma: no cover - another typer
 
 #: what ``int()`` / ``float()`` read exactly as pydantic's lax mode does; longer or stranger
 #: spellings go to typer's adapter
-_INT = re.compile(r"-?[0-9]{1,18}\Z")
-_FLOAT = re.compile(r"-?[0-9]{1,18}(\.[0-9]{1,18})?\Z")
+_INT = lazy(r"-?[0-9]{1,18}\Z")
+_FLOAT = lazy(r"-?[0-9]{1,18}(\.[0-9]{1,18})?\Z")
 
 
 def _plain(descriptor: Any) -> str | None:

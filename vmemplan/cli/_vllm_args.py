@@ -11,18 +11,18 @@ the click context for :func:`vmemplan.cli._options.with_engine_flags` and the co
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from typer.core import TyperCommand
 
 from vmemplan.core.errors import UsageError
+from vmemplan.core.patterns import lazy
 
 __all__ = ["VllmCommand", "current_vllm_command", "split_vllm_args"]
 
 from vmemplan.cli._vllm_context import META_KEY, current_vllm_command  # noqa: F401 (re-exported)
 
-_NEGATIVE_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
+_NEGATIVE_NUMBER = lazy(r"^-\d+$|^-\d*\.\d+$")
 
 
 def _option_like(token: str) -> bool:

@@ -109,21 +109,46 @@ def encode(value: Any) -> Any:
     raise TypeError(f"cannot encode {type(value).__name__}")
 
 
+#: the scalar types a snapshot holds (``marshal`` gives exactly these types, never subclasses)
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
 def decode(data: Any, classes: Mapping[str, type]) -> Any:
     """The inverse of :func:`encode`; a record whose class is not in ``classes`` is an error
-    (``KeyError``), as is a field the class lacks (``TypeError``)."""
-    if isinstance(data, dict):
-        if _TAG in data:
-            cls = classes[data[_TAG]]
-            return cls(**{k: decode(v, classes) for k, v in data.items() if k != _TAG})
-        return {k: decode(v, classes) for k, v in data.items()}
-    if isinstance(data, tuple):
-        return tuple(decode(v, classes) for v in data)
-    if isinstance(data, list):
-        return [decode(v, classes) for v in data]
-    if data is None or isinstance(data, (bool, int, float, str)):
-        return data
-    raise TypeError(f"a snapshot holds {type(data).__name__}, not plain data")
+    (``KeyError``), as is a field the class lacks (``TypeError``).  Dispatches on the exact
+    type (what ``marshal`` gives back) and leaves scalars where they are: the registry
+    snapshot is some 8,000 values, decoded on every run."""
+    scalars = _SCALARS
+
+    def one(value: Any) -> Any:
+        kind = type(value)
+        if kind is dict:
+            if _TAG in value:
+                cls = classes[value[_TAG]]
+                return cls(**{k: v if type(v) in scalars else one(v) for k, v in value.items() if k != _TAG})
+            return {k: v if type(v) in scalars else one(v) for k, v in value.items()}
+        if kind is tuple:
+            return tuple([v if type(v) in scalars else one(v) for v in value])
+        if kind is list:
+            return [v if type(v) in scalars else one(v) for v in value]
+        if kind in scalars:
+            return value
+        return _decode_subclass(value, one)
+
+    return one(data)
+
+
+def _decode_subclass(value: Any, one: Any) -> Any:
+    """A value of a subclass of the plain types (never from ``marshal``; a caller's own data)."""
+    if isinstance(value, dict):
+        return one(dict(value))
+    if isinstance(value, tuple):
+        return one(tuple(value))
+    if isinstance(value, list):
+        return one(list(value))
+    if isinstance(value, (bool, int, float, str)):
+        return value
+    raise TypeError(f"a snapshot holds {type(value).__name__}, not plain data")
 
 
 @functools.cache

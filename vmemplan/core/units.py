@@ -7,9 +7,9 @@ these helpers convert at the edges only.
 from __future__ import annotations
 
 import math
-import re
 
 from vmemplan.core.errors import ModelConfigError
+from vmemplan.core.patterns import lazy
 
 __all__ = ["GIB", "MIB", "KIB", "GB", "gib", "format_gib", "parse_bytes", "cdiv", "round_up", "DTYPE_BYTES", "dtype_bytes"]
 
@@ -42,7 +42,7 @@ def format_gib(n_bytes: int | float) -> str:
     return f"{round(n_bytes / GIB, 2)}"
 
 
-_SIZE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([kKmMgGtT]i?[bB]?|[bB])?\s*$")
+_SIZE = lazy(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([kKmMgGtT]i?[bB]?|[bB])?\s*$")
 _FACTORS = {
     "": 1, "b": 1,
     "k": 1000, "kb": 1000, "ki": KIB, "kib": KIB,

@@ -6,12 +6,13 @@ import functools
 import re
 
 from vmemplan.core.errors import UsageError
+from vmemplan.core.patterns import lazy
 
 __all__ = ["VERSION_HINT", "parse_version", "version_tuple_or_none"]
 
 VERSION_HINT = "use a release number such as 0.11.0, v0.33.0 or 0.8.5.post1"
 
-_VERSION_RE = re.compile(
+_VERSION_RE = lazy(
     r"""^\s*v?
     (?P<release>\d+(?:\.\d+)*)
     (?P<wild>\.[x*])?

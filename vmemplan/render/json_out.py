@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from typing import TYPE_CHECKING, Any
+
+from vmemplan.core.patterns import lazy
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
 
 __all__ = ["dumps", "plan_json"]
 
-_C1 = re.compile("[\u0080-\u009f\u2028\u2029]")
+_C1 = lazy("[\u0080-\u009f\u2028\u2029]")
 
 
 def _non_finite_path(data: Any, path: str = "$") -> str | None:

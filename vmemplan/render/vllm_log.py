@@ -7,9 +7,9 @@ so the ``… and %.6f seconds`` tail of "Model loading took" is left out.
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING, Any
 
+from vmemplan.core.patterns import lazy
 from vmemplan.core.units import GIB, format_gib
 
 if TYPE_CHECKING:
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 __all__ = ["log_lines"]
 
-_SECONDS_TAIL = re.compile(r"\s+(?:and|in)\s+%\.\d+f\s+(?:seconds|secs)\.?$")
+_SECONDS_TAIL = lazy(r"\s+(?:and|in)\s+%\.\d+f\s+(?:seconds|secs)\.?$")
 
 
 def _gib_arg(style: str | None, n_bytes: int) -> Any:

@@ -35,6 +35,7 @@ from typing import Any
 
 from vmemplan.core.errors import UsageError
 from vmemplan.core.frozen import frozen
+from vmemplan.core.patterns import lazy
 from vmemplan.request.arg_table import EFFECTS, ArgSpec, ArgTable, available_tables, load_arg_table, removed_flag
 from vmemplan.request.config_file import load_config_file
 
@@ -44,13 +45,13 @@ __all__ = [
     "parse_non_default_args", "load_config_file", "EFFECTS",
 ]
 
-_NEGATIVE_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
-_ENV_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+_NEGATIVE_NUMBER = lazy(r"^-\d+$|^-\d*\.\d+$")
+_ENV_ASSIGN = lazy(r"^[A-Za-z_][A-Za-z0-9_]*=")
 
 
 # --- value parsers (vllm/utils/argparse_utils.py) ------------------------------------------------
 
-_HRI = re.compile(r"(\d+(?:\.\d+)?)([kKmMgGtT])")
+_HRI = lazy(r"(\d+(?:\.\d+)?)([kKmMgGtT])")
 
 
 def human_readable_int(value: str) -> int:

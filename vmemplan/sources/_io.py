@@ -18,10 +18,11 @@ from __future__ import annotations
 import errno
 import json
 import os
-import re
 import stat
 from pathlib import Path
 from typing import Any
+
+from vmemplan.core.patterns import lazy
 
 __all__ = ["NotRegularFile", "read_regular", "read_stream", "loads_json", "printable", "scrub_secrets",
            "MAX_CONFIG_BYTES", "MAX_LOG_BYTES"]
@@ -118,8 +119,8 @@ def loads_json(text: str | bytes) -> Any:
 
 
 # C0 controls except tab and newline, DEL, C1 controls; and whole ANSI escape sequences first.
-_ESCAPES = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|[@-Z\\-_])|\x9b[0-?]*[ -/]*[@-~]")
-_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_ESCAPES = lazy(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|[@-Z\\-_])|\x9b[0-?]*[ -/]*[@-~]")
+_CONTROLS = lazy(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
 def printable(text: str) -> str:
@@ -129,10 +130,10 @@ def printable(text: str) -> str:
     return _CONTROLS.sub("", _ESCAPES.sub("", text))
 
 
-_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@]*@")
-_TOKEN_LIKE = re.compile(r"hf_[A-Za-z0-9]{6,}")
+_USERINFO = lazy(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@]*@")
+_TOKEN_LIKE = lazy(r"hf_[A-Za-z0-9]{6,}")
 #: a URL query parameter that carries a credential (``?token=…``, ``&X-Amz-Signature=…``)
-_SECRET_PARAM = re.compile(
+_SECRET_PARAM = lazy(
     r"(?i)([?&;](?:[a-z0-9_.-]*[_.-])?(?:token|key|secret|password|passwd|pwd|auth|sig|signature|access_token|"
     r"credential|credentials|session)=)[^&#\s'\"<>]*")
 

@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from vmemplan.core.errors import BadInput, ModelConfigError, VmemplanError
 from vmemplan.core.frozen import frozen
+from vmemplan.core.patterns import lazy
 from vmemplan.sources._io import MAX_CONFIG_BYTES, NotRegularFile, loads_json, printable, read_regular
 
 SourceKind = Literal["local", "bundled", "hf-cache", "hub"]
@@ -46,9 +47,9 @@ _GATED_HINT = (
 _MAX_JSON_BYTES = MAX_CONFIG_BYTES  # a config.json is a few KiB; refuse anything absurd
 _MAX_SHARDS = 100_000
 _MAX_SAFETENSORS_HEADER_BYTES = 100 * 1024 * 1024  # safetensors' own limit
-_COMMIT_RE = re.compile(r"^[0-9a-f]{40}$")
-_REPO_ID_RE = re.compile(r"^(?:[A-Za-z0-9_.-]{1,96}/)?[A-Za-z0-9_.-]{1,96}$")
-_TOKEN_LIKE_RE = re.compile(r"hf_[A-Za-z0-9]{8,}")
+_COMMIT_RE = lazy(r"^[0-9a-f]{40}$")
+_REPO_ID_RE = lazy(r"^(?:[A-Za-z0-9_.-]{1,96}/)?[A-Za-z0-9_.-]{1,96}$")
+_TOKEN_LIKE_RE = lazy(r"hf_[A-Za-z0-9]{8,}")
 
 
 @frozen
