@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import ClassVar
 
 import pytest
 
@@ -94,3 +95,30 @@ def test_init_stores_what_the_standard_init_stores() -> None:
     assert dataclasses.replace(KwChild(4), a=5) == KwChild(5)
     with pytest.raises(TypeError):
         WithFactory()  # type: ignore[call-arg]
+
+
+def test_markers_are_spelled_out_in_vmemplan() -> None:
+    """@frozen answers dataclasses' ClassVar / InitVar / KW_ONLY test by name
+    (frozen._is_type_named): no module of vmemplan may alias them."""
+    import ast
+    from pathlib import Path
+
+    import vmemplan
+
+    for path in Path(vmemplan.__file__).parent.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Assign) and isinstance(node.value, (ast.Name, ast.Attribute)):
+                name = node.value.id if isinstance(node.value, ast.Name) else node.value.attr
+                assert name not in ("ClassVar", "InitVar", "KW_ONLY"), f"{path}: alias of {name}"
+            if isinstance(node, ast.alias) and node.name in ("ClassVar", "InitVar", "KW_ONLY"):
+                assert node.asname in (None, node.name), f"{path}: {node.name} imported as {node.asname}"
+
+
+@frozen
+class WithMarkers:
+    a: int
+    counter: ClassVar[int] = 0  # noqa: RUF012
+
+
+def test_classvar_is_still_not_a_field() -> None:
+    assert [f.name for f in dataclasses.fields(WithMarkers)] == ["a"]

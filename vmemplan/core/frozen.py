@@ -127,6 +127,21 @@ if _FIELD_ASSIGN is not None and not _field_assign_shape(_FIELD_ASSIGN):  # prag
     _FIELD_ASSIGN = None
 
 
+#: dataclasses' test of a string annotation (``from __future__ import annotations``) for
+#: ``ClassVar``, ``InitVar`` and ``KW_ONLY``: three regex matches and lookups per field
+_IS_TYPE: Any = getattr(dataclasses, "_is_type", None)
+_MARKERS = ("ClassVar", "InitVar", "KW_ONLY")
+
+
+def _is_type_named(annotation: str, cls: Any, a_module: Any, a_type: Any, predicate: Any) -> bool:
+    """dataclasses' ``_is_type``, answered False at once for an annotation that does not name
+    one of the markers: vmemplan spells them out (no module-level alias such as ``CV =
+    ClassVar``; tests/core/test_frozen.py checks the tree), so only such text can be one."""
+    if not any(marker in annotation for marker in _MARKERS):
+        return False
+    return bool(_IS_TYPE(annotation, cls, a_module, a_type, predicate))
+
+
 @overload
 def frozen(cls: type[T], /) -> type[T]: ...
 
@@ -147,6 +162,8 @@ def frozen(cls: Any = None, /, *, kw_only: bool = False) -> Any:
             dataclasses._frozen_get_del_attr = _frozen_attr_methods  # type: ignore[attr-defined]
         if fast_init:
             dataclasses._field_assign = _dict_assign  # type: ignore[attr-defined]
+        if _IS_TYPE is not None:
+            dataclasses._is_type = _is_type_named  # type: ignore[attr-defined]
         try:
             out = dataclasses.dataclass(c, frozen=True, kw_only=kw_only, repr=False, eq=False)
         finally:
@@ -154,6 +171,8 @@ def frozen(cls: Any = None, /, *, kw_only: bool = False) -> Any:
                 dataclasses._frozen_get_del_attr = _SHARED_FROZEN_ATTRS  # type: ignore[attr-defined]
             if fast_init:
                 dataclasses._field_assign = _FIELD_ASSIGN  # type: ignore[attr-defined]
+            if _IS_TYPE is not None:
+                dataclasses._is_type = _IS_TYPE  # type: ignore[attr-defined]
         _install(out, body)
         return out
 
