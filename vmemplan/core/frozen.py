@@ -142,6 +142,15 @@ def _is_type_named(annotation: str, cls: Any, a_module: Any, a_type: Any, predic
     return bool(_IS_TYPE(annotation, cls, a_module, a_type, predicate))
 
 
+#: dataclasses' helpers that @frozen stands in for while it builds a class, where they have
+#: the shape this module was written against (CPython 3.10-3.13)
+_STAND_INS: dict[str, Any] = {name: fn for name, fn, present in (
+    ("_frozen_get_del_attr", _frozen_attr_methods, _SHARED_FROZEN_ATTRS is not None),
+    ("_field_assign", _dict_assign, _FIELD_ASSIGN is not None),
+    ("_is_type", _is_type_named, _IS_TYPE is not None),
+) if present}
+
+
 @overload
 def frozen(cls: type[T], /) -> type[T]: ...
 
@@ -157,22 +166,15 @@ def frozen(cls: Any = None, /, *, kw_only: bool = False) -> Any:
 
     def wrap(c: Any) -> Any:
         body = dict(c.__dict__)
-        fast_init = _FIELD_ASSIGN is not None and not any("__slots__" in vars(k) for k in c.__mro__[:-1])
-        if _SHARED_FROZEN_ATTRS:
-            dataclasses._frozen_get_del_attr = _frozen_attr_methods  # type: ignore[attr-defined]
-        if fast_init:
-            dataclasses._field_assign = _dict_assign  # type: ignore[attr-defined]
-        if _IS_TYPE is not None:
-            dataclasses._is_type = _is_type_named  # type: ignore[attr-defined]
+        stand_ins = dict(_STAND_INS)
+        if any("__slots__" in vars(k) for k in c.__mro__[:-1]):
+            stand_ins.pop("_field_assign", None)  # a __dict__ store needs a __dict__
+        originals = {name: getattr(dataclasses, name) for name in stand_ins}
+        vars(dataclasses).update(stand_ins)
         try:
             out = dataclasses.dataclass(c, frozen=True, kw_only=kw_only, repr=False, eq=False)
         finally:
-            if _SHARED_FROZEN_ATTRS:
-                dataclasses._frozen_get_del_attr = _SHARED_FROZEN_ATTRS  # type: ignore[attr-defined]
-            if fast_init:
-                dataclasses._field_assign = _FIELD_ASSIGN  # type: ignore[attr-defined]
-            if _IS_TYPE is not None:
-                dataclasses._is_type = _IS_TYPE  # type: ignore[attr-defined]
+            vars(dataclasses).update(originals)
         _install(out, body)
         return out
 

@@ -37,9 +37,7 @@ class DeepseekMoEMHA(MoEDecoder):
 
     architectures = ("DeepseekForCausalLM",)
     # DeepseekAttention builds qkv_proj and o_proj with bias=False; DeepseekV2MLP likewise.
-    attn_qkv_bias = False
-    attn_o_bias = False
-    mlp_has_bias = False
+    attn_qkv_bias = attn_o_bias = mlp_has_bias = False
 
     @property
     def router_correction_bias(self) -> bool:  # type: ignore[override]

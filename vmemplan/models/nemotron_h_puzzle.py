@@ -30,8 +30,8 @@ from vmemplan.models.hybrid_mamba import NemotronH
 __all__ = ["NemotronHPuzzle"]
 
 #: attention-block keys whose per-layer value would change the KV cache spec
-_ATTENTION_KEYS = ("num_attention_heads", "num_key_value_heads", "head_dim", "sliding_window",
-                   "attention_head_dim")
+_ATTENTION_KEYS = frozenset({"num_attention_heads", "num_key_value_heads", "head_dim", "sliding_window",
+                             "attention_head_dim"})
 
 
 @register
