@@ -54,6 +54,9 @@ SHIMS.update({"NemotronHPuzzleForCausalLM": "shims_nemotron_h_puzzle.py"})  # st
 # process_weights_after_loading to the end on meta (compressed-tensors KV scales .item(), Machete prepack)
 SHIMS.update({a: "shims_pwal_meta.py" for a in ("Exaone4ForCausalLM", "LlamaForCausalLM", "Qwen2ForCausalLM",
                                                 "LagunaForCausalLM")})
+# ... and BaseKVCacheMethod's q/k/v/prob_scale placeholder tests (FP8 checkpoints: bool() of a meta tensor)
+SHIMS.update({a: "shims_pwal_meta.py" for a in ("Qwen3ForCausalLM", "Qwen3MoeForCausalLM", "MiniMaxM2ForCausalLM",
+                                                "MiMoV2FlashForCausalLM", "MiMoV2ForCausalLM")})
 WEIGHT_KEYS = ("parameters_bytes", "buffers_bytes", "total_bytes", "by_dtype",
                "parameters_by_dtype", "buffers_by_dtype", "host_tensors_bytes", "num_tensors",
                "stage", "largest")
