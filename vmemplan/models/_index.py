@@ -112,7 +112,7 @@ ARCHITECTURE_MODULES: dict[str, str] = {
     'ModernBertModel': 'modernbert',
     'MuseGlimmerForCausalLM': 'muse_glimmer',
     'NemotronHForCausalLM': 'hybrid_mamba',
-    'NemotronHPuzzleForCausalLM': 'hybrid_mamba',
+    'NemotronHPuzzleForCausalLM': 'nemotron_h_puzzle',
     'NomicBertModel': 'bert_rope',
     'OPTForCausalLM': 'classic',
     'OlmoHybridForCausalLM': 'olmo_hybrid',
