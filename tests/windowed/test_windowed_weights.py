@@ -117,7 +117,7 @@ def test_gpt_oss_20b_expert_tensors_reproduce_the_mxfp4_checkpoint(config_dict):
 def test_gpt_oss_rope_cache_is_fp32_yarn(config_dict):
     # YaRN builds original 4,096 × factor 32 = 131,072 rows of 64, in fp32: 33,554,432 B
     a = _adapter(config_dict("openai--gpt-oss-120b.json"))
-    (rope,) = [t for t in a.weight_tensors(GraphContext()) if t.kind == "buffer"]
+    (rope,) = [t for t in a.weight_tensors(GraphContext()) if t.name == "rotary_emb.cos_sin_cache"]
     assert (rope.rows, rope.cols, rope.dtype) == (131_072, 64, "float32")
     wb = weight_bytes_per_rank([rope], model_dtype="bfloat16")
     assert wb.total_bytes == 33_554_432

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from vmemplan.core.graph import GraphContext, WeightTensor
+from vmemplan.core.graph import GraphContext, WeightTensor, attention_scales
 from vmemplan.models.base import register
 from vmemplan.models.moe_blocks import windowed_stage_attention
 from vmemplan.models.windowed import (
@@ -30,7 +30,9 @@ class GptOss(_WindowedBase):
     Attention: biased ``qkv_proj`` / ``o_proj``, per-head ``sinks`` (``num_heads // tp``),
     window ``sliding_window`` on even layers (``layer_idx % 2 == 0``; the config's
     ``layer_types`` is not read), one fp32 YaRN rotary cache of
-    ``original_max_position_embeddings × factor`` rows.  MLP block: a replicated biased
+    ``original_max_position_embeddings × factor`` rows, and the ``Attention`` layer's four fp32
+    scale scalars (``_k/_v/_q/_prob_scale``, layers/attention/attention.py::
+    set_default_quant_scales; ``Mxfp4Config`` gives the attention no KV-cache method).  MLP block: a replicated biased
     router ``[E, H]`` and ``E`` experts with biases (``w13`` ``[2I, H]``, ``w2`` ``[H, I]``),
     stored mxfp4 in the checkpoint: the expert weights are ``kind="expert"`` and
     quantizable, everything else stays at the model dtype (the config's
@@ -57,6 +59,7 @@ class GptOss(_WindowedBase):
             local, inter = moe_shard(ctx, e, cfg.intermediate_size)
             out += [
                 WeightTensor("attn.sinks", "norm", cfg.num_attention_heads // tp, 1, n),
+                attention_scales("attn.attn", n),
                 WeightTensor("input_layernorm+post_attention_layernorm", "norm", h, 1, 2 * n),
                 WeightTensor("mlp.router", "router", e, h, n),
                 WeightTensor("mlp.router.bias", "bias", e, 1, n),
