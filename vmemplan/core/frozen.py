@@ -113,7 +113,8 @@ def _dict_assign(frozen: bool, name: str, value: str, self_name: str) -> str:
     ``__dict__`` rather than through ``object.__setattr__`` (which the frozen ``__setattr__``
     forces dataclasses to use).  Same result for a class without ``__slots__``, about four times
     faster for a record of forty fields."""
-    return f"{self_name}.__dict__[{name!r}]={value}"
+    line = _FIELD_ASSIGN(frozen, name, value, self_name)  # its indentation (3.13 indents the line)
+    return f"{line[:len(line) - len(line.lstrip())]}{self_name}.__dict__[{name!r}]={value}"
 
 
 def _field_assign_shape(function: Any) -> bool:
