@@ -14,7 +14,8 @@ the attention implementation keeps them as an fp32 tensor of ``heads / tp`` valu
 ``use_alibi_sqrt`` is supported by TRITON_ATTN only:
 vllm/model_executor/layers/attention/attention.py::Attention raises "use_alibi_sqrt is not
 supported by backend FLASH_ATTN" for the backend vLLM picks by default on Hopper, so Step1 is
-served with ``--attention-backend TRITON_ATTN``; its KV cache pages (block 16,
+served with ``--attention-backend TRITON_ATTN`` (vmemplan refuses the plan otherwise, with
+vLLM's message: :meth:`Step1.required_attention_backend`); its KV cache pages (block 16,
 ``[2, block, kv_heads, head]``) are those of FLASH_ATTN, so the plan does not change.
 """
 
@@ -56,6 +57,15 @@ class Step1(LlamaLike):
             heads = self.config.num_attention_heads // ctx.tensor_parallel_size
             out.append(WeightTensor("self_attn.attn.alibi_slopes", "buffer", heads, 1, end - start, dtype="float32"))
         return out
+
+    def required_attention_backend(self) -> tuple[str, str] | None:
+        """TRITON_ATTN, the only backend whose ``supports_alibi_sqrt()`` is True
+        (vllm/v1/attention/backends/triton_attn.py::TritonAttentionBackend; the base
+        AttentionBackend answers False): Attention.__init__ raises vLLM's message below for any
+        other (vllm/model_executor/layers/attention/attention.py, 0.33.0), and vLLM's backend
+        selection does not pick Triton for that reason (checked in
+        vmemplan/request/attention_backend.py::check_required_backend)."""
+        return ("TRITON_ATTN", "use_alibi_sqrt is not supported by backend {got}.")
 
     def notes(self) -> tuple[str, ...]:
         return ("Step1's ALiBi attention (use_alibi_sqrt) runs on TRITON_ATTN only: vLLM 0.33.0 refuses the "
