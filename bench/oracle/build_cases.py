@@ -48,6 +48,9 @@ MULTIMODAL.update({"microsoft--Phi-3-vision-128k-instruct.transcribed.oracle-phi
 # Gemma-3n (vmemplan/models/gemma3n_mm.py): the oracle copy without activation sparsity (GeluAndMulSparse
 # calls .item() on the meta device; see SOURCES.md)
 MULTIMODAL.update({"google--gemma-3n-E2B.oracle-nosparsity": (1, 2)})
+# LightOnOCR, Idefics3, Cohere2-Vision, Kimi-K2.5 (vmemplan/models/lightonocr.py, idefics3.py, cohere2_vision.py,
+# kimi_k25.py)
+MULTIMODAL.update({"lightonai--LightOnOCR-2-1B": (1, 2)})
 # embedding (pooling) architectures checked too: vLLM 0.33.0 lists them in _EMBEDDING_MODELS and picks
 # --runner pooling for them itself (vllm/config/model.py::_get_default_runner_type), so the oracle needs
 # no flag; the TPs to run where the default TP > 1 would not divide the heads (vmemplan/models/pooling_decoders.py)
