@@ -56,7 +56,8 @@ SHIMS.update({a: "shims_pwal_meta.py" for a in ("Exaone4ForCausalLM", "LlamaForC
                                                 "LagunaForCausalLM")})
 # ... and BaseKVCacheMethod's q/k/v/prob_scale placeholder tests (FP8 checkpoints: bool() of a meta tensor)
 SHIMS.update({a: "shims_pwal_meta.py" for a in ("Qwen3ForCausalLM", "Qwen3MoeForCausalLM", "MiniMaxM2ForCausalLM",
-                                                "MiMoV2FlashForCausalLM", "MiMoV2ForCausalLM")})
+                                                "MiMoV2FlashForCausalLM", "MiMoV2ForCausalLM",
+                                                "DeepseekV3BidirectionalModel")})
 WEIGHT_KEYS = ("parameters_bytes", "buffers_bytes", "total_bytes", "by_dtype",
                "parameters_by_dtype", "buffers_by_dtype", "host_tensors_bytes", "num_tensors",
                "stage", "largest")

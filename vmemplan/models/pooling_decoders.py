@@ -32,7 +32,7 @@ from typing import Any
 from vmemplan.core.graph import GraphContext, WeightTensor, attention_scales
 from vmemplan.models.base import Adapter, register
 from vmemplan.models.deepseek import DeepseekMLA
-from vmemplan.models.dense import Llama, Qwen2, Qwen3, pp_layer_range
+from vmemplan.models.dense import Llama, Qwen2, Qwen3
 from vmemplan.models.gemma2 import Gemma2
 from vmemplan.models.gemma3 import Gemma3
 from vmemplan.models.lfm2 import Lfm2
@@ -212,16 +212,11 @@ class DeepseekV3Bidirectional(PoolingBackbone, DeepseekMLA):
     def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
         out = super().weight_tensors(ctx)
         if not self.is_causal():
-            out = [t for t in out if t.copy_of is None]  # the MLA-only decode copies
-            quant = self.config.quantization_config or {}
-            if str(quant.get("quant_method", "")).lower() == "fp8":
-                # An Attention under Fp8Config gets BaseKVCacheMethod.create_weights' q/k/v/prob_scale
-                # parameters (model-dtype scalars) beside the fp32 _k_scale... buffers; vLLM 0.33's
-                # own build keeps them (8 B a layer in bf16), the MLA path has none
-                start, end = pp_layer_range(self.config.num_hidden_layers, ctx.pipeline_parallel_size,
-                                            ctx.pipeline_rank)
-                if end > start:
-                    out.append(WeightTensor("self_attn.attn.q/k/v/prob_scale", "buffer", 1, 1, 4 * (end - start)))
+            # the MLA-only decode copies.  (Under Fp8Config the EncoderOnlyAttention also gets
+            # BaseKVCacheMethod.create_weights' q/k/v/prob_scale placeholders, but
+            # quantization/kv_cache.py::BaseKVCacheMethod.process_weights_after_loading deletes
+            # them after loading: nothing to count.)
+            out = [t for t in out if t.copy_of is None]
         return out
 
 
