@@ -154,6 +154,10 @@ def _with_library_defaults(raw: Mapping[str, Any]) -> Mapping[str, Any]:
         return dbrx_flat(raw)
     if raw.get("model_type") == "deepseek_vl_v2":
         return deepseek_vl2_defaults(raw)
+    if raw.get("model_type") == "alpamayo2_super" and isinstance(raw.get("vlm_config"), Mapping):
+        return qwen3_vl_vision_defaults(_with_library_defaults(alpamayo2_super_flat(raw)))
+    if raw.get("model_type") == "cosmos3_omni":
+        return qwen3_vl_vision_defaults(raw)
     if raw.get("model_type") == "colpali" and isinstance(raw.get("vlm_config"), Mapping):
         # ColPali builds PaliGemma on its vlm_config (colpali.py: vllm_config.with_hf_config(config.vlm_config))
         return _with_library_defaults({**raw["vlm_config"], **{k: v for k, v in raw.items() if k != "vlm_config"}})
@@ -173,6 +177,40 @@ def deepseek_vl2_defaults(raw: Mapping[str, Any]) -> dict[str, Any]:
             and not lc.get("qk_rope_head_dim"):
         out["language_config"] = {k: v for k, v in lc.items()
                                   if not (k == "kv_lora_rank" or (k == "v_head_dim" and not v))}
+    return out
+
+
+#: transformers' Qwen3VLVisionConfig defaults (models/qwen3_vl/configuration_qwen3_vl.py, 5.20) for
+#: the tower keys vmemplan reads: the vision config of Cosmos3OmniConfig (model_type forced to
+#: qwen3_vl_vision) and of Alpamayo2SuperConfig (a Qwen3VLConfig)
+QWEN3_VL_VISION_DEFAULTS: dict[str, Any] = {
+    "depth": 27, "hidden_size": 1152, "hidden_act": "gelu_pytorch_tanh", "intermediate_size": 4304,
+    "num_heads": 16, "in_channels": 3, "patch_size": 16, "spatial_merge_size": 2, "temporal_patch_size": 2,
+    "out_hidden_size": 3584, "num_position_embeddings": 2304, "deepstack_visual_indexes": [8, 16, 24],
+}
+
+
+def qwen3_vl_vision_defaults(raw: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``raw`` with the Qwen3-VL vision config's omitted keys at transformers' defaults."""
+    vc = raw.get("vision_config")
+    vc = vc if isinstance(vc, Mapping) else {}
+    if all(k in vc for k in QWEN3_VL_VISION_DEFAULTS):
+        return raw
+    return {**raw, "vision_config": {**QWEN3_VL_VISION_DEFAULTS, **vc}}
+
+
+def alpamayo2_super_flat(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """Alpamayo 2 Super's config with its Qwen3-VL sub-configs at the top level, as
+    vllm/transformers_utils/configs/alpamayo2_super.py::Alpamayo2SuperConfig exposes them (0.33.0):
+    ``text_config`` / ``vision_config`` taken from ``vlm_config``, the image-token ids copied up
+    unless set, and the wrapper's own keys kept (``vlm_config`` stays, as the class keeps it)."""
+    nested = raw["vlm_config"]
+    out = dict(raw)
+    for key in ("text_config", "vision_config", "image_token_id", "video_token_id",
+                "vision_start_token_id", "vision_end_token_id"):
+        if key in nested:
+            out.setdefault(key, nested[key])
+    out["model_type"] = "qwen3_vl"  # the class is a Qwen3VLConfig: its sub-config defaults apply
     return out
 
 

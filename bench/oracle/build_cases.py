@@ -54,6 +54,9 @@ MULTIMODAL.update({"llava-hf--LLaVA-NeXT-Video-7B-hf.transcribed": (1, 2),
 # LightOnOCR, Idefics3, Cohere2-Vision, Kimi-K2.5 (vmemplan/models/lightonocr.py, idefics3.py, cohere2_vision.py,
 # kimi_k25.py)
 MULTIMODAL.update({"lightonai--LightOnOCR-2-1B": (1, 2)})
+# Qwen3-VL kin (vmemplan/models/qwen3_vl_kin.py, interns1_pro.py, interns2.py)
+MULTIMODAL.update({"nvidia--Cosmos3-Nano.transcribed-trimmed": (1, 2),
+                   "nvidia--Alpamayo2-Super-tiny-test.synthetic": (1, 2)})
 # embedding (pooling) architectures checked too: vLLM 0.33.0 lists them in _EMBEDDING_MODELS and picks
 # --runner pooling for them itself (vllm/config/model.py::_get_default_runner_type), so the oracle needs
 # no flag; the TPs to run where the default TP > 1 would not divide the heads (vmemplan/models/pooling_decoders.py)
