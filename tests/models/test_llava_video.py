@@ -58,3 +58,21 @@ def test_onevision_weights_by_hand():
     text_only = a.weight_tensors(GraphContext(model_dtype="bfloat16", max_model_len=32768,
                                               limit_mm_per_prompt={"image": 0, "video": 0}))
     assert _encoder_elements(text_only) == 0
+
+
+def test_granite4_vision_window_qformers_and_deepstack_buffers():
+    """Granite Vision 4.1 (vision 1152, text 2560, downsample 4/8): one WindowQFormerDownsampler =
+    Q-Former LN 2304 + self/cross q/k/v/dense 8 x 1152^2 + 8 x 1152 + their LNs 4 x 1152 +
+    3072 x 1152 + 3072 + 1152 x 3072 + 1152 + LN 2304 + norm 2304 + query 16 x 1152 + image_positions
+    64 x 1152 + out_linear 2560 x 1152 + 2560 = 20,763,520; four deepstack + four spatial = 8.
+    Eight deepstack buffers of max_num_batched_tokens x 2560, kept when images are off (made
+    outside _mark_tower_model); the tower and projectors are not."""
+    a = _adapter("ibm-granite--granite-vision-4.1.transcribed-trimmed.json")
+    ctx = GraphContext(model_dtype="bfloat16", max_model_len=2048, max_num_batched_tokens=8192)
+    tensors = a.weight_tensors(ctx)
+    assert sum(t.elements for t in tensors if t.name.startswith("projectors.")) == 8 * 20_763_520
+    assert sum(t.elements for t in tensors if t.name == "_ds_buffers") == 8 * 8192 * 2560
+    text_only = a.weight_tensors(GraphContext(model_dtype="bfloat16", max_model_len=2048, max_num_batched_tokens=8192,
+                                              limit_mm_per_prompt={"image": 0}))
+    assert _encoder_elements(text_only) == 0
+    assert sum(t.elements for t in text_only if t.name == "_ds_buffers") == 8 * 8192 * 2560
