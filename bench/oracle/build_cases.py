@@ -51,7 +51,8 @@ MULTIMODAL.update({"google--gemma-3n-E2B.oracle-nosparsity": (1, 2)})
 # LLaVA-NeXT-Video, LLaVA-OneVision (vmemplan/models/llava_video.py): CLIP / SigLIP towers, replicated projectors
 MULTIMODAL.update({"llava-hf--LLaVA-NeXT-Video-7B-hf.transcribed": (1, 2),
                    "llava-hf--LlavaOnevisionConfig-defaults.synthetic": (1, 2),
-                   "ibm-granite--granite-vision-4.1.transcribed-trimmed": (1, 2)})
+                   "ibm-granite--granite-vision-4.1.transcribed-trimmed": (1, 2),
+                   "h2oai--H2OVL-on-InternVL3-1B.derived.synthetic": (1, 2)})
 # LightOnOCR, Idefics3, Cohere2-Vision, Kimi-K2.5 (vmemplan/models/lightonocr.py, idefics3.py, cohere2_vision.py,
 # kimi_k25.py)
 MULTIMODAL.update({"lightonai--LightOnOCR-2-1B": (1, 2), "HuggingFaceM4--Idefics3Config-defaults.synthetic": (1, 2),

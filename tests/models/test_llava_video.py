@@ -76,3 +76,16 @@ def test_granite4_vision_window_qformers_and_deepstack_buffers():
                                               limit_mm_per_prompt={"image": 0}))
     assert _encoder_elements(text_only) == 0
     assert sum(t.elements for t in text_only if t.name == "_ds_buffers") == 8 * 8192 * 2560
+
+
+def test_h2ovl_is_internvl_chat_with_image_only_items():
+    """H2OVLChatModel: InternVLChatModel's tower, mlp1 and LM (weights equal to the InternVLChat
+    adapter's on the same geometry); its processor answers images only.  InternVL3-1B geometry:
+    448 px tiles of 14 px patches, downsample 0.5 -> 256 tokens a tile, 12 + thumbnail tiles."""
+    h2 = _adapter("h2oai--H2OVL-on-InternVL3-1B.derived.synthetic.json")
+    iv = _adapter("h2oai--H2OVL-on-InternVL3-1B.derived.synthetic.json", architectures=["InternVLChatModel"],
+                  model_type="internvl_chat")
+    ctx = GraphContext(model_dtype="bfloat16", max_model_len=32768, tensor_parallel_size=2)
+    assert sum(t.elements for t in h2.weight_tensors(ctx)) == sum(t.elements for t in iv.weight_tensors(ctx))
+    assert h2.max_tokens_per_item(h2.config, ctx) == {"image": 13 * 256}
+    assert "video" in iv.max_tokens_per_item(iv.config, ctx)

@@ -154,12 +154,20 @@ class LlavaOnevision(_OnevisionTower, Adapter):
         return _with_language_model(_OnevisionTower, config)
 
 
+class _H2OVLTower(_ChatTower):
+    def max_tokens_per_item(self, config: Any, ctx: GraphContext) -> dict[str, int]:
+        """Images only: H2OVLProcessingInfo keeps BaseInternVLProcessingInfo's
+        ``get_supported_mm_limits`` ({"image": None}); the tower is still built under
+        ``{"image", "video"}`` (InternVLChatModel.__init__), so a video limit above 0 keeps it."""
+        return {k: v for k, v in super().max_tokens_per_item(config, ctx).items() if k == "image"}
+
+
 @register
-class H2OVLChat(_ChatTower, Adapter):
+class H2OVLChat(_H2OVLTower, Adapter):
     """``H2OVLChatModel`` (h2ovl.py, 0.33.0): InternVLChatModel's tower, ``mlp1`` and language model;
     only the image processor (MSAC tiling) differs, which the weights and KV cache do not see."""
 
     architectures = ("H2OVLChatModel",)
 
     def __new__(cls, config: Any) -> Any:
-        return _with_language_model(_ChatTower, config)
+        return _with_language_model(_H2OVLTower, config)
