@@ -35,6 +35,10 @@ def test_next_video_tower_replicated_projector():
     two = a.weight_tensors(GraphContext(model_dtype="bfloat16", max_model_len=10240, tensor_parallel_size=2))
     proj = [t for t in two if t.name.startswith("multi_modal_projector")]
     assert sum(t.elements for t in proj) == 20_979_712
+    # no supports_encoder_tp_data: --mm-encoder-tp-mode data falls back to weights (tower still split)
+    data = a.weight_tensors(GraphContext(model_dtype="bfloat16", max_model_len=10240, tensor_parallel_size=2,
+                                         mm_encoder_tp_mode="data"))
+    assert _encoder_elements(data) == _encoder_elements(two) < _encoder_elements(one)
     # video is the only modality the tower serves (_mark_tower_model(vllm_config, "video"))
     text_only = a.weight_tensors(GraphContext(model_dtype="bfloat16", max_model_len=10240,
                                               limit_mm_per_prompt={"video": 0}))

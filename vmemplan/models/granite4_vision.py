@@ -23,6 +23,7 @@ Mirrors vllm/model_executor/models/granite4_vision.py (0.33.0):
 
 from __future__ import annotations
 
+from dataclasses import replace
 from fractions import Fraction
 from typing import Any
 
@@ -31,7 +32,7 @@ from vmemplan.laws import multimodal as mm_law
 from vmemplan.models.base import Adapter, adapter_class, register
 from vmemplan.models.llava_next import anyres_image_tokens
 from vmemplan.models.multimodal import VisionEncoderMixin
-from vmemplan.models.vision_towers import _need, _tower_tp, _vision, siglip_tower
+from vmemplan.models.vision_towers import _need, _vision, siglip_tower
 
 __all__ = ["Granite4Vision", "window_qformer_tensors"]
 
@@ -81,7 +82,8 @@ class _GraniteVisionTower(VisionEncoderMixin):
         grid = _need(vc, "image_size") // _need(vc, "patch_size")
         q, w = _rate(config)
         projectors = len(config.raw.get("deepstack_layer_map") or []) + 4  # + the four spatial offsets
-        return (siglip_tower(vc, _tower_tp(ctx), post_norm=False)
+        # no supports_encoder_tp_data: --mm-encoder-tp-mode data falls back to weights (config/model.py)
+        return (siglip_tower(vc, ctx.tensor_parallel_size, post_norm=False)
                 + [WeightTensor("vision_tower.vision_model.embeddings.position_ids", "buffer", 1, grid * grid,
                                 dtype="int64"),
                    WeightTensor("image_newline", "encoder", h, 1)]
@@ -101,6 +103,10 @@ class _GraniteVisionTower(VisionEncoderMixin):
 
     def encoder_output_width(self, config: Any) -> int:
         return config.hidden_size * (1 + self.ds_levels(config))
+
+    def mm_profile(self, config: Any, ctx: GraphContext, **kw: Any) -> Any:
+        """No ``supports_encoder_tp_data``: vLLM runs the encoder in ``weights`` mode."""
+        return super().mm_profile(config, replace(ctx, mm_encoder_tp_mode="weights"), **kw)
 
     def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
         cfg = self.config  # type: ignore[attr-defined]

@@ -13,8 +13,10 @@ registered language model.
   hidden size, ``LlavaOnevisionMultiModalProjector`` (two replicated ``nn.Linear``); images and
   video: ``_mark_tower_model(vllm_config, {"image", "video"})``.
 * ``H2OVLChatModel`` (h2ovl.py, 0.33.0): ``InternVLChatModel`` with its own image processor
-  (multi-scale tiles, MSAC); the tower (``InternVisionModel`` up to ``select_layer``) and
-  ``mlp1`` are InternVL's (:mod:`vmemplan.models.internvl`).
+  (multi-scale tiles, MSAC; images only); the tower (``InternVisionModel`` up to
+  ``select_layer``) and ``mlp1`` are InternVL's (:mod:`vmemplan.models.internvl`), and
+  ``supports_encoder_tp_data`` comes with them.  The two LLaVA models do not declare it: vLLM
+  falls back from ``--mm-encoder-tp-mode data`` to ``weights`` for them.
 
 Each language model is ``init_vllm_registered_model(hf_config=config.text_config)``: planned by
 that architecture's own adapter, combined with the tower (``internvl._with_language_model``).
@@ -22,6 +24,7 @@ that architecture's own adapter, combined with the tower (``internvl._with_langu
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from vmemplan.core.graph import GraphContext, WeightTensor
@@ -30,7 +33,7 @@ from vmemplan.models.base import Adapter, register
 from vmemplan.models.internvl import _ChatTower, _with_language_model
 from vmemplan.models.llava_next import anyres_image_tokens
 from vmemplan.models.multimodal import VisionEncoderMixin, _feature_layers
-from vmemplan.models.vision_towers import _need, _tower_tp, _vision, clip_tower, siglip_tower
+from vmemplan.models.vision_towers import _need, _vision, clip_tower, siglip_tower
 
 __all__ = ["LlavaNextVideo", "LlavaOnevision", "H2OVLChat", "llava_tower_no_post_norm", "replicated_projector"]
 
@@ -39,9 +42,12 @@ def llava_tower_no_post_norm(config: Any, ctx: GraphContext) -> list[WeightTenso
     """llava.py::init_vision_tower_for_llava with ``require_post_norm=False`` (0.33.0): the CLIP or
     SigLIP tower up to ``vision_feature_layer`` (vision.py::get_layer_index), no post-LayerNorm
     (clip.py::CLIPVisionTransformer / siglip.py::SiglipVisionTransformer), no SigLIP head
-    (``use_head=False``); SigLIP's int64 ``position_ids`` buffer (CLIP's is in :func:`clip_tower`)."""
+    (``use_head=False``); SigLIP's int64 ``position_ids`` buffer (CLIP's is in :func:`clip_tower`).
+    Split over the TP world size: these models do not declare ``supports_encoder_tp_data``, so
+    vLLM falls back from ``--mm-encoder-tp-mode data`` to ``weights``
+    (vllm/config/model.py::ModelConfig.__post_init__, 0.33.0)."""
     vc = _vision(config)
-    tp = _tower_tp(ctx)
+    tp = ctx.tensor_parallel_size
     layers = _feature_layers(config.raw, _need(vc, "num_hidden_layers"))
     if str(vc.get("model_type", "clip_vision_model")).startswith("siglip"):
         # SiglipVisionEmbeddings' position_ids buffer: arange(patches), int64 (siglip.py, 0.33.0)
@@ -82,6 +88,10 @@ class _LlavaVideoTower(VisionEncoderMixin):
 
     def encoder_output_width(self, config: Any) -> int:
         return config.hidden_size
+
+    def mm_profile(self, config: Any, ctx: GraphContext, **kw: Any) -> Any:
+        """No ``supports_encoder_tp_data``: vLLM runs the encoder in ``weights`` mode."""
+        return super().mm_profile(config, replace(ctx, mm_encoder_tp_mode="weights"), **kw)
 
     def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
         return super().weight_tensors(ctx) + self.tower_tensors(self.config, ctx)  # type: ignore[misc]
