@@ -353,7 +353,8 @@ class WeightOnlyIntScheme(QuantScheme):
     machete: bool = False
     #: compressed-tensors WNA16: each linear also holds an int64[2] ``weight_shape`` parameter
     #: (compressed_tensors_wNa16.py::CompressedTensorsWNA16.create_weights registers it; neither
-    #: its process_weights_after_loading nor the Machete/Marlin kernels' drop it, 0.33.0)
+    #: its process_weights_after_loading nor the Machete/Marlin kernels' drop it, 0.33.0); fused
+    #: experts hold ``[E, 2]`` of the default (model) dtype per w13 / w2 (CompressedTensorsWNA16MoEMethod)
     weight_shape: bool = False
 
     def _machete_parts(self, t: WeightTensor, e: int, width: int) -> list[tuple[str, int]] | None:
@@ -399,6 +400,8 @@ class WeightOnlyIntScheme(QuantScheme):
                 parts.append(("g_idx_sort_indices", e * k * 4))
         if self.weight_shape and t.kind != "expert" and ".experts." not in t.name:
             parts.append(("weight_shape", 2 * 8))
+        elif self.weight_shape:  # fused MoE: ``w13/w2_weight_shape`` [E, 2] in the model dtype, kept after
+            parts.append(("weight_shape", e * 2 * width))  # loading (compressed_tensors_moe_wna16.py::create_weights)
         return parts
 
 
