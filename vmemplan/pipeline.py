@@ -30,7 +30,7 @@ from vmemplan.core.graph import GraphContext
 from vmemplan.core.records import evolve
 from vmemplan.core.units import format_gib
 from vmemplan.core.version import version_tuple_or_none
-from vmemplan.laws.budget import available_kv_cache_bytes, requested_memory_bytes
+from vmemplan.laws.budget import available_kv_cache_bytes, profiles_memory, requested_memory_bytes
 from vmemplan.laws.kv_pool import (
     PoolContext,
     PoolLayout,
@@ -310,6 +310,9 @@ class Budget:
     ranks: tuple[PerRank, ...]
     kv_cache_memory_given: bool
     provenance: tuple[Provenance, ...]
+    #: whether the engine runs the memory profile (laws.budget.profiles_memory): not for a V1
+    #: model without a KV cache, whose workers get 0 bytes and no budget checks
+    profiled: bool = True
 
     @property
     def fullest(self) -> PerRank:
@@ -327,6 +330,7 @@ def budget(req: ResolvedRequest, graph: ModelGraph, over: Overheads, measured: M
     non_torch = m.non_torch_bytes if m.non_torch_bytes is not None else over.non_torch_bytes
     cg_bytes = m.cuda_graph_bytes if m.cuda_graph_bytes is not None else over.cuda_graph.total_bytes
     pp, tp = req.pipeline_parallel_size, req.tensor_parallel_size
+    profiled = profiles_memory(rules.engine, any(stage.kv_specs for stage in graph.stages))
     ranks = []
     for stage in graph.stages:
         last = stage.ctx.pipeline_rank == pp - 1
@@ -336,7 +340,9 @@ def budget(req: ResolvedRequest, graph: ModelGraph, over: Overheads, measured: M
         weights = stage.weights.total_bytes
         if m.weights_bytes is not None:
             weights = m.weights_bytes
-        if req.kv_cache_memory_bytes is not None:
+        if not profiled:
+            avail = 0
+        elif req.kv_cache_memory_bytes is not None:
             avail = req.kv_cache_memory_bytes
         else:
             avail = available_kv_cache_bytes(
@@ -364,6 +370,11 @@ def budget(req: ResolvedRequest, graph: ModelGraph, over: Overheads, measured: M
                    f"registry gpus.yaml {req.gpu.id}: CUDA-reported total ({req.gpu.total_memory_evidence})"),
     ]
     given = req.kv_cache_memory_bytes is not None
+    if not profiled:
+        prov.append(Provenance("available_kv_cache_bytes", 0, "exact",
+                               "no KV cache: vLLM V1 skips the memory profile and gives the workers 0 bytes "
+                               "(vllm/v1/engine/core.py::EngineCore._initialize_kv_caches)"))
+        return Budget(total, requested, tuple(ranks), given, tuple(prov), profiled=False)
     if given:
         prov.append(Provenance("available_kv_cache_bytes", req.kv_cache_memory_bytes, "given",
                                "--kv-cache-memory: vLLM skips the budget and uses this figure"))
@@ -440,6 +451,8 @@ def verdict(req: ResolvedRequest, over: Overheads, bud: Budget, kv_pool: PoolPla
     if fullest.weights_bytes > total - pre:
         return Verdict(False, f"the weights ({format_gib(fullest.weights_bytes)} GiB per rank) do not fit the "
                               f"GPU's free memory ({format_gib(total - pre)} GiB): vLLM runs out of memory loading them")
+    if not bud.profiled:  # no profile run, no KV cache to check (laws.budget.profiles_memory)
+        return Verdict(starts=True)
     if fullest.weights_bytes > requested:
         return Verdict(False, f"the weights ({format_gib(fullest.weights_bytes)} GiB per rank) do not fit the "
                               f"budget ({format_gib(requested)} GiB)")

@@ -139,7 +139,7 @@ def kv_band(req: ResolvedRequest, over: Overheads, bud: Budget, kv_pool: PoolPla
     figures are exact (``--kv-cache-memory``) or the registry has no band data.  The ends are
     re-sized over the fullest rank's KV cache groups; the per-term bands are :func:`assemble`'s."""
     data = req.registry.bands
-    if bud.kv_cache_memory_given or data is None or req.registry.cost_model is None:
+    if bud.kv_cache_memory_given or not bud.profiled or data is None or req.registry.cost_model is None:
         return None
     from vmemplan.laws import bands as band_law
     from vmemplan.laws.kv_pool import resized

@@ -21,7 +21,16 @@ from typing import Literal
 
 from vmemplan.core.frozen import frozen
 
-__all__ = ["requested_memory_bytes", "AvailableKv", "available_kv_cache_bytes"]
+__all__ = ["requested_memory_bytes", "AvailableKv", "available_kv_cache_bytes", "profiles_memory"]
+
+
+def profiles_memory(engine: str, has_kv_cache: bool) -> bool:
+    """Whether the engine runs the memory profile at all.  V1 profiles only a model with a KV
+    cache: for one without (an encoder-only pooling model) it gives every worker 0 bytes and
+    never calls determine_available_memory, so nothing of the budget, the CUDA-graph estimate
+    or the KV cache capacity is logged or checked (vllm/v1/engine/core.py::EngineCore.
+    _initialize_kv_caches: "Attention free models don't need memory for kv cache", 0.33.0)."""
+    return has_kv_cache or engine != "v1"
 
 
 def requested_memory_bytes(total_memory_bytes: int, gpu_memory_utilization: float, *,

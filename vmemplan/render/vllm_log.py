@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from vmemplan.core.patterns import lazy
 from vmemplan.core.units import GIB, format_gib
+from vmemplan.laws.budget import profiles_memory
 
 if TYPE_CHECKING:
     from vmemplan.result import MemoryPlan
@@ -61,6 +62,8 @@ def log_lines(plan: MemoryPlan, rules: RulesPack | None = None) -> list[str]:
         return [early[1]] if early[1] else []
     loading = _SECONDS_TAIL.sub("", fmt.model_loading)
     lines.append(loading % (_gib_arg(fmt.model_loading_value, rank.weights_bytes),))
+    if not profiles_memory(rules.engine, bool(kv.groups)):
+        return lines  # no profile run, no KV cache: nothing of the budget or the pool is logged
     if (
         fmt.cudagraph_estimate
         and rules.cuda_graphs.estimate_computed
