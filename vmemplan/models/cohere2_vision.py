@@ -7,7 +7,7 @@ it builds
 * ``vision_tower`` = siglip.py::SiglipVisionModel(vision_config): Conv2d patch embed with bias,
   ``(image_size / patch)²`` learned positions and their int64 ``position_ids`` buffer, layers of
   [LayerNorm ×2, biased qkv/out/fc1/fc2], the post-LayerNorm (every layer is built), no head;
-  split over TP unless ``--mm-encoder-tp-mode data``;
+  split over TP (no ``supports_encoder_tp_data``: vLLM turns ``--mm-encoder-tp-mode data`` into ``weights``);
 * ``multi_modal_projector`` (Cohere2VisionMultiModalProjector): ``linear_1`` a
   MergedColumnParallelLinear(vision hidden × downsample_factor², 2 × alignment_intermediate_size / 2,
   bias) and ``linear_2`` a RowParallelLinear(alignment_intermediate_size / 2, text hidden, bias):
@@ -21,6 +21,7 @@ Cohere2VisionImageProcessor allows, ``max_patches`` (12 by default) tiles plus a
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from vmemplan.core.graph import GraphContext, WeightTensor
@@ -28,7 +29,7 @@ from vmemplan.laws import multimodal as mm_law
 from vmemplan.models.base import register
 from vmemplan.models.commandr import Cohere
 from vmemplan.models.multimodal import VisionEncoderMixin
-from vmemplan.models.vision_towers import _need, _split, _tower_tp, _vision, siglip_tower
+from vmemplan.models.vision_towers import _need, _split, _vision, siglip_tower
 
 __all__ = ["Cohere2Vision"]
 
@@ -52,7 +53,7 @@ class Cohere2Vision(VisionEncoderMixin, Cohere):
 
     def vision_weight_tensors(self, config: Any, ctx: GraphContext) -> list[WeightTensor]:
         vc = _vision(config)
-        tp = _tower_tp(ctx)
+        tp = ctx.tensor_parallel_size  # no supports_encoder_tp_data: "data" falls back to weights (config/model.py)
         out = siglip_tower({"num_channels": 3, **vc}, tp, post_norm=True)
         npos = (_need(vc, "image_size") // _need(vc, "patch_size")) ** 2
         out.append(WeightTensor("vision_tower.vision_model.embeddings.position_ids", "buffer", 1, npos,
@@ -70,6 +71,10 @@ class Cohere2Vision(VisionEncoderMixin, Cohere):
             WeightTensor("multi_modal_projector.linear_2.bias", "encoder", h, 1),
         ]
         return out
+
+    def mm_profile(self, config: Any, ctx: GraphContext, **kw: Any) -> Any:
+        """No ``supports_encoder_tp_data``: vLLM runs the encoder in ``weights`` mode."""
+        return super().mm_profile(config, replace(ctx, mm_encoder_tp_mode="weights"), **kw)
 
     def max_tokens_per_item(self, config: Any, ctx: GraphContext) -> dict[str, int]:
         if mm_law.limit_for(ctx.limit_mm_per_prompt, "image") <= 0:

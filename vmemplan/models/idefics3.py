@@ -7,7 +7,8 @@ vllm/model_executor/models/idefics3.py (0.33.0): ``Idefics3Model`` builds, under
 * ``vision_model`` = idefics2_vision_model.py::Idefics2VisionTransformer: Conv2d patch embed with
   bias, ``(image_size / patch)²`` learned positions (no position_ids buffer), ``num_hidden_layers``
   layers of [LayerNorm ×2, QKVParallelLinear and out_proj with bias, fc1/fc2 with bias] and the
-  post-LayerNorm; split over TP unless ``--mm-encoder-tp-mode data``;
+  post-LayerNorm; split over TP (the class lacks ``supports_encoder_tp_data``, so vLLM turns
+  ``--mm-encoder-tp-mode data`` into ``weights``);
 * ``connector.modality_projection.proj``: ``ReplicatedLinear(vision hidden × scale_factor², text
   hidden, bias=False)``, whole on every rank;
 * ``text_model`` = llama.py::LlamaModel on ``text_config``; the ``lm_head`` is a ParallelLMHead
@@ -21,6 +22,7 @@ tiles: 4 × 4 tiles plus the global image, 17) — an estimate; preprocessor_con
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from vmemplan.core.graph import GraphContext, WeightTensor
@@ -28,7 +30,7 @@ from vmemplan.laws import multimodal as mm_law
 from vmemplan.models.base import register
 from vmemplan.models.dense import LlamaLike
 from vmemplan.models.multimodal import VisionEncoderMixin
-from vmemplan.models.vision_towers import _need, _tower_tp, _vision, siglip_tower
+from vmemplan.models.vision_towers import _need, _vision, siglip_tower
 
 __all__ = ["Idefics3", "idefics3_tower"]
 
@@ -62,7 +64,12 @@ class Idefics3(VisionEncoderMixin, LlamaLike):
         return self._scale() ** 2
 
     def vision_weight_tensors(self, config: Any, ctx: GraphContext) -> list[WeightTensor]:
-        return idefics3_tower(_vision(config), _tower_tp(ctx), config.hidden_size, self._scale())
+        # no supports_encoder_tp_data: --mm-encoder-tp-mode data falls back to weights (vllm/config/model.py)
+        return idefics3_tower(_vision(config), ctx.tensor_parallel_size, config.hidden_size, self._scale())
+
+    def mm_profile(self, config: Any, ctx: GraphContext, **kw: Any) -> Any:
+        """No ``supports_encoder_tp_data``: vLLM runs the encoder in ``weights`` mode."""
+        return super().mm_profile(config, replace(ctx, mm_encoder_tp_mode="weights"), **kw)
 
     def max_tokens_per_item(self, config: Any, ctx: GraphContext) -> dict[str, int]:
         if mm_law.limit_for(ctx.limit_mm_per_prompt, "image") <= 0:
