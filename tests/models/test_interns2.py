@@ -24,3 +24,19 @@ def test_intern_s2_preview_keeps_the_model_dtype_for_the_recurrent_state():
     assert intern.state_dtype_pair(ctx) == ("bfloat16", "bfloat16")
     # same tensors: 32 value heads x 128 x 128 recurrent state, bf16 = 1,048,576 B a layer at TP 1
     assert intern.weight_tensors(ctx) == qwen.weight_tensors(ctx)
+
+
+def test_intern_s2_mobius_shares_num_blocks_expert_banks_and_a_4x_mrope_cache():
+    raw = json.loads(QWEN35_MOE.read_text())
+    raw = {**raw, "architectures": ["InternS2MobiusForConditionalGeneration"],
+           "text_config": {**raw["text_config"], "num_blocks": 4}}
+    ctx = GraphContext(model_dtype="bfloat16", tensor_parallel_size=2)
+    ts = {t.name: t for t in adapter_for(ModelConfig.from_dict(raw)).weight_tensors(ctx)}
+    assert "mlp.gate" not in ts and "mlp.experts.w13" not in ts
+    # 4 banks of 256 experts: w13 [256, 2 x 512 / 2, 2048] bf16 = 536,870,912 B a bank; one router per bank
+    w13 = ts["meta_mlp.experts.w13"]
+    assert w13.rows * w13.cols * w13.count * 2 == 4 * 536_870_912
+    assert ts["meta_mlp.gate"].count == 4 and ts["mlp.shared_expert_gate"].count == 40
+    # M-RoPE cache: 262,144 positions x factor 4 rows of rotary_dim 64 (partial 0.25 of 256), bf16 = 134,217,728 B
+    rope = ts["rotary_emb.cos_sin_cache"]
+    assert rope.rows * rope.cols * 2 == 134_217_728
