@@ -143,6 +143,10 @@ TRANSFORMERS_DEFAULTS: dict[str, dict[str, int]] = {
                 "num_attention_heads": 32, "num_key_value_heads": 8, "max_position_embeddings": 131072},
     "qwen3": {"intermediate_size": 22016},
     "gpt_oss": {"num_local_experts": 128, "num_experts_per_tok": 4, "intermediate_size": 2880},
+    # CohereConfig / Cohere2Config (5.20.2): a config without the length key (Command A Vision's
+    # derived text_config) gets 8,192 positions, not the generic 2,048
+    "cohere": {"max_position_embeddings": 8192},
+    "cohere2": {"max_position_embeddings": 8192},
 }
 
 

@@ -56,7 +56,7 @@ MULTIMODAL.update({"llava-hf--LLaVA-NeXT-Video-7B-hf.transcribed": (1, 2),
 # LightOnOCR, Idefics3, Cohere2-Vision, Kimi-K2.5 (vmemplan/models/lightonocr.py, idefics3.py, cohere2_vision.py,
 # kimi_k25.py)
 MULTIMODAL.update({"lightonai--LightOnOCR-2-1B": (1, 2), "HuggingFaceM4--Idefics3Config-defaults.synthetic": (1, 2),
-                   "CohereLabs--Cohere2VisionConfig-defaults.synthetic": (1, 2), "nvidia--Kimi-K2.5-NVFP4": (1, 8),
+                   "CohereLabs--command-a-vision-07-2025.derived": (1, 8), "nvidia--Kimi-K2.5-NVFP4": (1, 8),
                    "HuggingFaceTB--SmolVLM-256M-Instruct.transcribed-trimmed": (1,)})  # 9 heads: TP 3/9 only, and vLLM
 # refuses both (the 64-padded vocabulary 49,280 is not divisible by 3: VocabParallelEmbedding)
 # Qwen3-VL kin (vmemplan/models/qwen3_vl_kin.py, interns1_pro.py, interns2.py)

@@ -54,4 +54,4 @@ def test_fp32_and_int64_buffers_of_the_towers():
     # LightOnOCR: Pixtral rotary inv_freq + original_inv_freq, 32 fp32 each (head_dim 64)
     assert _tower_bytes("lightonai--LightOnOCR-2-1B.json") == 2 * 32 * 4
     # Cohere2-Vision: SigLIP position_ids, (512 / 16)^2 = 1,024 int64
-    assert _tower_bytes("CohereLabs--Cohere2VisionConfig-defaults.synthetic.json") == 1024 * 8
+    assert _tower_bytes("CohereLabs--command-a-vision-07-2025.derived.json") == 1024 * 8
