@@ -22,6 +22,7 @@ since 0.33.0 no longer ships it):
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from vmemplan.core.graph import GraphContext, WeightTensor
@@ -318,40 +319,93 @@ class Mistral3(VisionEncoderMixin, LlamaLike):
 
 @register
 class Llava(VisionEncoderMixin, LlamaLike):
-    """Llava-1.5 style: a Llama/Mistral decoder plus a CLIP tower up to ``vision_feature_layer``
-    and a two-layer projector (llava.py, 0.33.0)."""
+    """Llava-1.5 style: a decoder plus a CLIP or SigLIP tower up to ``vision_feature_layer`` and a
+    two-layer projector (llava.py, 0.33.0).
+
+    * The decoder is ``init_vllm_registered_model(hf_config=text_config)``: the text config's own
+      architecture, so the adapter is combined with that architecture's adapter (a Qwen2 text
+      config brings its q/k/v biases: LLaVA-Interleave).
+    * The tower is ``init_vision_tower_for_llava(..., require_post_norm=False)``: no post-LayerNorm
+      on the CLIP or SigLIP path even when every layer runs (clip.py::CLIPVisionTransformer,
+      siglip.py::SiglipVisionTransformer build it only when ``require_post_norm`` is true), no SigLIP
+      head (SiglipVisionModel ``use_head=False``), and SigLIP's int64 ``position_ids`` buffer
+      (siglip.py::SiglipVisionEmbeddings, ``persistent=False``: ``arange(num_patches)``,
+      [1, num_patches]); CLIP's is in :func:`clip_tower`.
+    * ``LlavaForConditionalGeneration`` does not declare ``supports_encoder_tp_data``, so vLLM
+      turns ``--mm-encoder-tp-mode data`` into ``weights`` (vllm/config/model.py::ModelConfig.__post_init__):
+      the tower stays split over TP.
+    """
 
     architectures = ("LlavaForConditionalGeneration",)
 
+    def __new__(cls, config: Any) -> Any:
+        lm = _llava_language_model(config)
+        if lm is None or issubclass(cls, lm):
+            return super().__new__(cls)
+        key = (cls, lm)
+        if key not in _LLAVA_COMBINED:
+            _LLAVA_COMBINED[key] = type(f"{cls.__name__}[{lm.__name__}]", (cls, lm), {"family": lm.family})
+        return _LLAVA_COMBINED[key](config)
+
     def vision_weight_tensors(self, config: Any, ctx: GraphContext) -> list[WeightTensor]:
         vc = _vision(config)
-        tp = _tower_tp(ctx)
+        tp = ctx.tensor_parallel_size  # no supports_encoder_tp_data: weights mode (config/model.py)
         layers = _feature_layers(config.raw, _need(vc, "num_hidden_layers"))
         if str(vc.get("model_type", "clip_vision_model")).startswith("siglip"):
-            out = siglip_tower(vc, tp, layers, post_norm=layers == _need(vc, "num_hidden_layers"))
+            grid = _need(vc, "image_size") // _need(vc, "patch_size")
+            out = siglip_tower(vc, tp, layers, post_norm=False) + [WeightTensor(
+                "vision_tower.vision_model.embeddings.position_ids", "buffer", 1, grid * grid, dtype="int64")]
         else:
-            out = clip_tower(vc, tp, layers)
+            out = [t for t in clip_tower(vc, tp, layers) if not t.name.endswith("post_layernorm")]
         c = _need(vc, "hidden_size")
         h = config.hidden_size
-        tp_lm = ctx.tensor_parallel_size
-        out += [WeightTensor("multi_modal_projector.linear_1", "encoder", h // tp_lm, c),
-                WeightTensor("multi_modal_projector.linear_2", "encoder", h, h // tp_lm)]
+        out += [WeightTensor("multi_modal_projector.linear_1", "encoder", h // tp, c),
+                WeightTensor("multi_modal_projector.linear_2", "encoder", h, h // tp)]
         if bool(config.raw.get("multimodal_projector_bias", True)):
-            out += [WeightTensor("multi_modal_projector.linear_1.bias", "encoder", h // tp_lm, 1),
+            out += [WeightTensor("multi_modal_projector.linear_1.bias", "encoder", h // tp, 1),
                     WeightTensor("multi_modal_projector.linear_2.bias", "encoder", h, 1)]
         return out
 
+    def mm_profile(self, config: Any, ctx: GraphContext, **kw: Any) -> Any:
+        """No ``supports_encoder_tp_data``: vLLM runs the encoder in ``weights`` mode."""
+        return super().mm_profile(config, replace(ctx, mm_encoder_tp_mode="weights"), **kw)
+
     def max_tokens_per_item(self, config: Any, ctx: GraphContext) -> dict[str, int]:
-        """CLIP patches, minus the class token under the ``default`` feature-select strategy
-        (llava.py::LlavaProcessingInfo.get_num_image_tokens, 0.33.0)."""
+        """The tower's tokens (CLIP: patches + the class token, clip.py::CLIPEncoderInfo; SigLIP:
+        patches, siglip.py::SiglipEncoderInfo) selected by ``vision_feature_select_strategy``:
+        ``default`` drops one, ``full`` keeps all, ``class`` keeps one
+        (llava.py::LlavaProcessingInfo.get_num_image_tokens, vision.py::get_num_selected_vision_tokens, 0.33.0)."""
         vc = _vision(config)
         n = (_need(vc, "image_size") // _need(vc, "patch_size")) ** 2
-        if config.raw.get("vision_feature_select_strategy", "default") == "full":
+        if not str(vc.get("model_type", "clip_vision_model")).startswith("siglip"):
             n += 1
-        return {"image": n}
+        strategy = config.raw.get("vision_feature_select_strategy", "default")
+        return {"image": 1 if strategy == "class" else n if strategy == "full" else n - 1}
 
     def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
         return super().weight_tensors(ctx) + self.tower_tensors(self.config, ctx)
+
+
+#: (Llava class, text adapter) -> the combined class (Llava.__new__)
+_LLAVA_COMBINED: dict[tuple[type, type], type] = {}
+#: text model types of LLaVA checkpoints whose text config may omit ``architectures``
+_LLAVA_LM_BY_MODEL_TYPE = {"qwen2": "Qwen2ForCausalLM", "mistral": "MistralForCausalLM", "llama": "LlamaForCausalLM"}
+
+
+def _llava_language_model(config: Any) -> type | None:
+    """The adapter of the text config's architecture (llava.py: ``init_vllm_registered_model``
+    with ``hf_config=config.text_config``; a text config without ``architectures`` is read by its
+    ``model_type``); ``None`` when it is no LlamaLike decoder vmemplan plans (then LlamaLike)."""
+    from vmemplan.models.base import adapter_class
+
+    text = config.text
+    archs = [a for a in (text.get("architectures") or []) if isinstance(a, str)]
+    mt = _LLAVA_LM_BY_MODEL_TYPE.get(str(text.get("model_type", "")))
+    for arch in archs + ([mt] if mt else []):
+        cls = adapter_class(arch)
+        if cls is not None and issubclass(cls, LlamaLike) and not issubclass(cls, VisionEncoderMixin):
+            return cls
+    return None
 
 
 # --------------------------------------------------------------------------------------
