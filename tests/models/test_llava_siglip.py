@@ -61,3 +61,13 @@ def test_llava_clip_all_layers_no_post_norm():
     assert not any(t.name.endswith("post_layernorm") for t in tensors)
     # CLIP: 4 patches + the class token, 'default' drops one
     assert a.max_tokens_per_item(a.config, GraphContext()) == {"image": 4}
+
+
+def test_feature_layer_list_takes_the_deepest_index():
+    from vmemplan.models.multimodal import _feature_layers
+
+    # llava.py::_get_num_hidden_layers: max(get_layer_index(i)) -> -2 of 24 is 23, deeper than 5
+    assert _feature_layers({"vision_feature_layer": [5, -2]}, 24) == 23
+    assert _feature_layers({"vision_feature_layer": [-24, -20, -12, -1]}, 27) == 27
+    assert _feature_layers({"vision_feature_layer": -2}, 24) == 23
+    assert _feature_layers({}, 24) == 24

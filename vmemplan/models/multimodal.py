@@ -1,6 +1,6 @@
 """Vision-language models: a text decoder with a vision encoder in front.
 
-Covers Qwen2.5-VL (and Qwen2-VL), Qwen3-VL, Mistral-3 / Pixtral-HF, Llava (CLIP tower) and
+Covers Qwen2.5-VL (and Qwen2-VL), Qwen3-VL, Mistral-3 / Pixtral-HF, Llava (CLIP or SigLIP tower) and
 Llama-3.2-Vision (Mllama: cross-attention layers).  The language model is the matching text
 adapter; the vision tower's tensors come from :class:`VisionEncoderMixin`, which other
 adapters (Gemma-3/4) can reuse through ``vision_weight_tensors(config, ctx)`` and
@@ -268,10 +268,11 @@ def deepstack_buffers(adapter: Any, ctx: GraphContext) -> list[WeightTensor]:
 
 def _feature_layers(raw: Mapping[str, Any], total: int) -> int:
     """Layers of the tower that run: ``vision_feature_layer`` as vLLM indexes it
-    (vision.py::get_layer_index: negative counts from the end, inclusive)."""
+    (utils.py::get_layer_index: negative counts from the end, inclusive); for a list, the
+    deepest of them (llava.py::_get_num_hidden_layers, 0.33.0)."""
     fl = raw.get("vision_feature_layer", -1)
-    idx = fl if isinstance(fl, int) else max(fl) if isinstance(fl, list) and fl else -1
-    return total + idx + 1 if idx < 0 else idx
+    picks = [fl] if isinstance(fl, int) else [i for i in fl if isinstance(i, int)] if isinstance(fl, list) else []
+    return max((total + i + 1 if i < 0 else i) for i in (picks or [-1]))
 
 
 @register
