@@ -63,6 +63,7 @@ from vmemplan.sources.hub import (
     _from_hub,
     _hub_logging_off,
     _hub_settings,
+    _HubSettings,
     _probe,
     _Scrubber,
     _spinner,
@@ -101,14 +102,7 @@ def load_model_source(
     ``token`` overrides ``HF_TOKEN`` and the stored login; ``allow_hub=False`` stops before the
     network; ``progress(text)`` is entered as a context manager around each network call.
     """
-    ref = ref.strip() if isinstance(ref, str) else ref
-    if not isinstance(ref, str) or not ref:
-        raise BadInput("no model given", hint="pass a config.json, a model directory or a Hugging Face id")
-    revision = revision.strip() or None if isinstance(revision, str) else None
-
-    if len(ref) > 4096:
-        raise BadInput(f"the model reference is {len(ref):,} characters long",
-                       hint="pass a config.json, a model directory, or a Hugging Face id such as org/name")
+    ref, revision = _checked_ref(ref, revision)
 
     # 1. local path
     if _looks_like_path(ref) or _exists(ref):
@@ -118,28 +112,12 @@ def load_model_source(
     models_dir = bundled_dir if bundled_dir is not None else default_models_dir()
 
     # 2. bundled registry
-    skipped_bundled: str | None = None
-    found = _find_bundled(repo_id, models_dir)
-    if found is not None:
-        if revision is None:
-            return _load_bundled(found[0], found[1], found[2], models_dir)
-        skipped_bundled = (
-            f"revision {revision} requested: skipped the bundled copy of {found[0].model_id}, which has no revision"
-        )
+    bundled, skipped_bundled = _bundled(repo_id, revision, models_dir)
+    if bundled is not None:
+        return bundled
 
     _check_repo_id(repo_id)
-    try:
-        settings = _hub_settings()
-    except ImportError:
-        raise HubUnavailable(
-            f"{repo_id} is not bundled with vmemplan and huggingface_hub is not installed",
-            hint="install huggingface_hub, or pass a local config.json",
-        ) from None
-
-    def with_skip_note(source: ModelSource) -> ModelSource:
-        if skipped_bundled is None:
-            return source
-        return dataclasses.replace(source, notes=(skipped_bundled, *source.notes))
+    settings = _settings_for(repo_id)
 
     # 3. Hugging Face cache (no network)
     scrub = _Scrubber(token)
@@ -152,19 +130,85 @@ def load_model_source(
         scrub=scrub,
     )
     if cached is not None:
-        return with_skip_note(cached)
+        return _with_skip_note(cached, skipped_bundled)
 
     # 4. the Hub
-    typo, family = (None, []) if skipped_bundled else family_suggestions(repo_id, models_dir)
-    did_you_mean = f"did you mean {typo}? " if typo else ""
-    alternatives = (
-        f"; bundled {_family_label(repo_id)} models that work offline: {', '.join(family)}" if family else ""
+    hints = _HubHints.for_repo(repo_id, models_dir, skipped_bundled)
+    _refuse_without_hub(repo_id, revision, skipped_bundled, allow_hub, settings, hints)
+    return _with_skip_note(_fetch_from_hub(repo_id, revision, token, settings, progress, hints), skipped_bundled)
+
+
+def _checked_ref(ref: str, revision: str | None) -> tuple[str, str | None]:
+    """``ref`` and ``revision`` stripped (an empty revision is none); an empty or overlong ``ref`` is refused."""
+    ref = ref.strip() if isinstance(ref, str) else ref
+    if not isinstance(ref, str) or not ref:
+        raise BadInput("no model given", hint="pass a config.json, a model directory or a Hugging Face id")
+    revision = revision.strip() or None if isinstance(revision, str) else None
+
+    if len(ref) > 4096:
+        raise BadInput(f"the model reference is {len(ref):,} characters long",
+                       hint="pass a config.json, a model directory, or a Hugging Face id such as org/name")
+    return ref, revision
+
+
+def _bundled(repo_id: str, revision: str | None, models_dir: Path) -> tuple[ModelSource | None, str | None]:
+    """(the bundled copy of ``repo_id`` when no revision is asked for, else None; the note saying a
+    bundled copy was skipped for the revision, else None)."""
+    found = _find_bundled(repo_id, models_dir)
+    if found is None:
+        return None, None
+    if revision is None:
+        return _load_bundled(found[0], found[1], found[2], models_dir), None
+    return None, (
+        f"revision {revision} requested: skipped the bundled copy of {found[0].model_id}, which has no revision"
     )
-    offline_hint = (
-        did_you_mean + "set HF_HUB_OFFLINE=1 to skip the network, run once online, or pass a local config.json "
-        "or model directory"
-        + alternatives
-    )
+
+
+def _settings_for(repo_id: str) -> _HubSettings:
+    """The Hub settings; HubUnavailable when huggingface_hub is not installed."""
+    try:
+        return _hub_settings()
+    except ImportError:
+        raise HubUnavailable(
+            f"{repo_id} is not bundled with vmemplan and huggingface_hub is not installed",
+            hint="install huggingface_hub, or pass a local config.json",
+        ) from None
+
+
+def _with_skip_note(source: ModelSource, skipped_bundled: str | None) -> ModelSource:
+    if skipped_bundled is None:
+        return source
+    return dataclasses.replace(source, notes=(skipped_bundled, *source.notes))
+
+
+@dataclasses.dataclass(frozen=True)
+class _HubHints:
+    """What to suggest when the Hub cannot serve a model: a close bundled id, bundled models of its family."""
+
+    typo: str | None
+    family: list[str]
+    did_you_mean: str
+    alternatives: str
+    offline_hint: str
+
+    @classmethod
+    def for_repo(cls, repo_id: str, models_dir: Path, skipped_bundled: str | None) -> _HubHints:
+        typo, family = (None, []) if skipped_bundled else family_suggestions(repo_id, models_dir)
+        did_you_mean = f"did you mean {typo}? " if typo else ""
+        alternatives = (
+            f"; bundled {_family_label(repo_id)} models that work offline: {', '.join(family)}" if family else ""
+        )
+        offline_hint = (
+            did_you_mean + "set HF_HUB_OFFLINE=1 to skip the network, run once online, or pass a local config.json "
+            "or model directory"
+            + alternatives
+        )
+        return cls(typo, family, did_you_mean, alternatives, offline_hint)
+
+
+def _refuse_without_hub(repo_id: str, revision: str | None, skipped_bundled: str | None, allow_hub: bool,
+                        settings: _HubSettings, hints: _HubHints) -> None:
+    """HubUnavailable when Hub access is off (``allow_hub=False``) or HF_HUB_OFFLINE is set."""
     if not allow_hub:
         where = (
             f"revision {revision} of {repo_id} is not in your Hugging Face cache"
@@ -172,7 +216,8 @@ def load_model_source(
             else f"{repo_id} is not bundled with vmemplan and not in your Hugging Face cache"
         )
         raise HubUnavailable(f"{where}, and Hub access is off",
-                             hint=did_you_mean + "pass a local config.json or model directory" + alternatives)
+                             hint=hints.did_you_mean + "pass a local config.json or model directory"
+                             + hints.alternatives)
     if settings.offline:
         raise HubUnavailable(
             f"HF_HUB_OFFLINE is set, so vmemplan cannot fetch {repo_id} from the Hugging Face Hub",
@@ -180,9 +225,15 @@ def load_model_source(
                 "a pinned revision is never served from the bundled copy and this one is not in your "
                 "Hugging Face cache; drop --revision, run once online or pass a local config.json"
                 if skipped_bundled
-                else did_you_mean + _OFFLINE_HINT + alternatives
+                else hints.did_you_mean + _OFFLINE_HINT + hints.alternatives
             ),
         )
+
+
+def _fetch_from_hub(repo_id: str, revision: str | None, token: str | None, settings: _HubSettings,
+                    progress: Callable[[str], AbstractContextManager[Any]] | None,
+                    hints: _HubHints) -> ModelSource:
+    """Download from the Hub under the deadline; a missing or unreachable model's error gets ``hints``."""
     deadline_s = hub_deadline_s()
     try:
         with _spinner(progress, _HUB_SPINNER_TEXT), _hub_logging_off():
@@ -190,14 +241,14 @@ def load_model_source(
                 _probe(settings, min(_CONNECT_TIMEOUT_S, deadline_s))  # DNS included, under the deadline
                 return _from_hub(repo_id, revision, token, settings, None)
 
-            fetched = _with_deadline(fetch, deadline_s, settings)
-        return with_skip_note(fetched)
+            fetched: ModelSource = _with_deadline(fetch, deadline_s, settings)
+            return fetched
     except HubUnavailable as error:
-        if error.message.startswith(f"model {repo_id} was not found") and (typo or family):
-            raise HubUnavailable(error.message, hint=f"did you mean {typo} (bundled)?" if typo
-                                 else "check the id" + alternatives) from None
+        if error.message.startswith(f"model {repo_id} was not found") and (hints.typo or hints.family):
+            raise HubUnavailable(error.message, hint=f"did you mean {hints.typo} (bundled)?" if hints.typo
+                                 else "check the id" + hints.alternatives) from None
         if isinstance(error, HubUnreachable):
-            raise HubUnavailable(error.message, hint=offline_hint) from None
+            raise HubUnavailable(error.message, hint=hints.offline_hint) from None
         raise
 
 
