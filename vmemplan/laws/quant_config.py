@@ -6,6 +6,7 @@ MXFP4 and bitsandbytes.  The schemes themselves (how each prices a tensor) are
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ParamSpec, TypeVar
@@ -55,7 +56,19 @@ def _ct_group(qc: Mapping[str, Any]) -> tuple[Mapping[str, Any], Mapping[str, An
     return w, a if isinstance(a, Mapping) else None
 
 
-def _compressed_tensors(qc: Mapping[str, Any], source: str, sm_major: int | None) -> QuantScheme:
+@dataclasses.dataclass(frozen=True)
+class _Read:
+    """What a builder reads beside the quantization_config: where it came from, ``--quantization``,
+    the GPU's SM major and the vLLM release."""
+
+    source: str
+    flag: str | None
+    sm_major: int | None
+    vllm_version: tuple[int, ...] | None
+
+
+def _compressed_tensors(qc: Mapping[str, Any], read: _Read) -> QuantScheme:
+    source = read.source
     w, a = _ct_group(qc)
     excluded = _as_list(qc.get("ignore"))
     bits = int(w.get("num_bits", 8))
@@ -90,7 +103,8 @@ def _compressed_tensors(qc: Mapping[str, Any], source: str, sm_major: int | None
                       asymmetric_input=not bool(a.get("symmetric", True)))
 
 
-def _modelopt(qc: Mapping[str, Any], source: str) -> QuantScheme:
+def _modelopt(qc: Mapping[str, Any], read: _Read) -> QuantScheme:
+    source = read.source
     inner: Any = qc.get("quantization") if isinstance(qc.get("quantization"), Mapping) else qc
     algo = str(inner.get("quant_algo") or "").upper()
     excluded = _as_list(inner.get("exclude_modules") or inner.get("ignore") or qc.get("ignore"))
@@ -143,30 +157,10 @@ def scheme_for(
     release tuple; None = newest) selects release-dependent kernels; malformed settings raise
     :class:`ModelConfigError`.
     """
-    qc: Mapping[str, Any] | None = quantization_config
-    source = "config.json quantization_config"
-    hf_quant = (extra_files or {}).get("hf_quant_config.json")
-    if qc is None and isinstance(hf_quant, Mapping):
-        qc = dict(hf_quant)
-        qc.setdefault("quant_method", "modelopt")
-        source = "hf_quant_config.json"
+    qc, source = _checkpoint_config(quantization_config, extra_files)
     flag = (quantization or "").lower() or None
     if qc is None:
-        if flag is None:
-            return None
-        if flag in ("fp8", "fp8_per_tensor"):
-            return Fp8Scheme(name="fp8 online (per-tensor)", source="--quantization fp8", strategy="tensor")
-        if flag == "fp8_per_channel":
-            return Fp8Scheme(name="fp8 online (per-channel)", source="--quantization", strategy="channel")
-        if flag == "fp8_per_block":
-            return Fp8Scheme(name="fp8 online (128×128 blocks)", source="--quantization", strategy="block")
-        if flag == "bitsandbytes":
-            return BitsAndBytesScheme(name="bitsandbytes 4-bit (in-flight)", source="--quantization", bits=4,
-                                      double_quant=False)
-        raise UsageError(
-            f"--quantization {flag} needs a quantized checkpoint",
-            hint="online quantization of a 16-bit checkpoint supports fp8 (and bitsandbytes in older vLLM)",
-        )
+        return _online_scheme(flag)
     if not isinstance(qc, Mapping):
         raise ModelConfigError("quantization_config must be an object",
                                hint="quantization_config holds an object with quant_method and its settings")
@@ -177,67 +171,131 @@ def scheme_for(
 
     validate_quantization(qc, source)
     check_quantization_flag(method, flag)
-    if method in ("fp8", "fbgemm_fp8"):
-        block = qc.get("weight_block_size")
-        excluded = _as_list(qc.get("modules_to_not_convert") or qc.get("ignored_layers"))
-        static = str(qc.get("activation_scheme", "dynamic")) == "static"
-        if method == "fbgemm_fp8":
-            return Fp8Scheme(name="fbgemm fp8 (per-channel)", excluded=excluded, source=source, strategy="channel")
-        if isinstance(block, Sequence) and len(block) == 2:
-            return Fp8Scheme(name=f"fp8 block {block[0]}×{block[1]}", excluded=excluded, source=source,
-                             strategy="block", block=(int(block[0]), int(block[1])), static_input=static,
-                             match_mode="exact")
-        return Fp8Scheme(name="fp8 per-tensor", excluded=excluded, source=source, strategy="tensor",
-                         static_input=static, match_mode="exact")
-    if method == "awq":
-        bits = int(qc.get("bits", qc.get("w_bit", 4)))
-        marlin = flag not in ("awq",)
-        return WeightOnlyIntScheme(
-            name=f"awq {bits}-bit g{qc.get('group_size', qc.get('q_group_size', 128))}"
-            + (" (marlin)" if marlin else " (gemm)"),
-            excluded=_as_list(qc.get("modules_to_not_convert")), source=source, bits=bits,
-            group_size=int(qc.get("group_size", qc.get("q_group_size", 128))),
-            zero_point=bool(qc.get("zero_point", True)), marlin=marlin, match_mode="substring",
-            # SM 9.0: linears whose shape Machete takes go to it (WeightOnlyIntScheme._machete_parts):
-            # 0.33.0's auto_awq.py::AutoAWQMarlinLinearMethod picks the kernel with
-            # choose_mp_linear_kernel; the older awq_marlin.py::AWQMarlinLinearMethod (0.13-era)
-            # repacked for Marlin only, and the release that switched is not pinned: before 0.33, Marlin
-            machete=(marlin and sm_major == 9 and bits in (4, 8)
-                     and (vllm_version is None or tuple(vllm_version) >= (0, 33))),
+    build = _BUILDERS.get(method)
+    if build is None:
+        raise ModelConfigError(
+            f"quantization method {method or '(missing)'} is not supported by vmemplan",
+            hint="supported: fp8, fbgemm_fp8, awq, gptq, compressed-tensors, modelopt, mxfp4, bitsandbytes",
         )
-    if method == "gptq":
-        bits = int(qc.get("bits", 4))
-        desc = bool(qc.get("desc_act", False))
-        marlin = flag not in ("gptq",) and bits in (4, 8)
-        return WeightOnlyIntScheme(
-            name=f"gptq {bits}-bit g{qc.get('group_size', 128)}" + (" act-order" if desc else "")
-            + (" (marlin)" if marlin else ""),
-            excluded=_as_list(qc.get("modules_to_not_convert")), source=source, bits=bits,
-            group_size=int(qc.get("group_size", 128)), zero_point=not bool(qc.get("sym", True)),
-            act_order=desc, marlin=marlin, gptq_legacy=not marlin,
-            quantize_lm_head=bool(qc.get("lm_head", False)),
-            # SM 9.0: symmetric linears go to Machete, which keeps qzeros (WeightOnlyIntScheme._machete_parts)
-            machete=marlin and sm_major == 9 and bool(qc.get("sym", True)) and bits in (4, 8),
-        )
-    if method == "compressed-tensors":
-        return _compressed_tensors(qc, source, sm_major)
-    if method in ("modelopt", "modelopt_fp4"):
-        return _modelopt(qc, source)
-    if method == "mxfp4":
-        # Blackwell datacenter parts (sm 10) run FlashInfer's native FP4 MoE; Hopper the
-        # bundled Triton kernels (from 0.12); the others (Ampere, and sm 12 parts such as
-        # GB10 / RTX 50, as log 037 shows) Marlin.
-        backend = mxfp4_moe_backend(sm_major, vllm_version)
-        return Mxfp4Scheme(name=f"mxfp4 experts ({backend})", source=source, backend=backend,
-                           vllm_version=vllm_version, excluded=_as_list(qc.get("modules_to_not_convert")))
-    if method == "bitsandbytes":
-        eight = bool(qc.get("load_in_8bit", qc.get("_load_in_8bit", False)))
-        return BitsAndBytesScheme(
-            name="bitsandbytes " + ("8-bit" if eight else f"4-bit {qc.get('bnb_4bit_quant_type', 'nf4')}"),
-            excluded=_as_list(qc.get("llm_int8_skip_modules")), source=source, bits=8 if eight else 4,
-            double_quant=bool(qc.get("bnb_4bit_use_double_quant", False)), match_mode="substring",
-        )
-    raise ModelConfigError(
-        f"quantization method {method or '(missing)'} is not supported by vmemplan",
-        hint="supported: fp8, fbgemm_fp8, awq, gptq, compressed-tensors, modelopt, mxfp4, bitsandbytes",
+    return build(qc, _Read(source, flag, sm_major, vllm_version))
+
+
+def _checkpoint_config(quantization_config: Mapping[str, Any] | None,
+                       extra_files: Mapping[str, Any] | None) -> tuple[Mapping[str, Any] | None, str]:
+    """(the checkpoint's quantization config, where it came from): config.json's, else
+    hf_quant_config.json's (ModelOpt unless it names its quant_method)."""
+    qc: Mapping[str, Any] | None = quantization_config
+    source = "config.json quantization_config"
+    hf_quant = (extra_files or {}).get("hf_quant_config.json")
+    if qc is None and isinstance(hf_quant, Mapping):
+        qc = dict(hf_quant)
+        qc.setdefault("quant_method", "modelopt")
+        source = "hf_quant_config.json"
+    return qc, source
+
+
+def _online_scheme(flag: str | None) -> QuantScheme | None:
+    """``--quantization`` on a 16-bit checkpoint: online fp8 (or bitsandbytes), else refused."""
+    if flag is None:
+        return None
+    if flag in ("fp8", "fp8_per_tensor"):
+        return Fp8Scheme(name="fp8 online (per-tensor)", source="--quantization fp8", strategy="tensor")
+    if flag == "fp8_per_channel":
+        return Fp8Scheme(name="fp8 online (per-channel)", source="--quantization", strategy="channel")
+    if flag == "fp8_per_block":
+        return Fp8Scheme(name="fp8 online (128×128 blocks)", source="--quantization", strategy="block")
+    if flag == "bitsandbytes":
+        return BitsAndBytesScheme(name="bitsandbytes 4-bit (in-flight)", source="--quantization", bits=4,
+                                  double_quant=False)
+    raise UsageError(
+        f"--quantization {flag} needs a quantized checkpoint",
+        hint="online quantization of a 16-bit checkpoint supports fp8 (and bitsandbytes in older vLLM)",
     )
+
+
+def _fp8_excluded(qc: Mapping[str, Any]) -> tuple[str, ...]:
+    return _as_list(qc.get("modules_to_not_convert") or qc.get("ignored_layers"))
+
+
+def _fbgemm_fp8(qc: Mapping[str, Any], read: _Read) -> QuantScheme:
+    return Fp8Scheme(name="fbgemm fp8 (per-channel)", excluded=_fp8_excluded(qc), source=read.source,
+                     strategy="channel")
+
+
+def _fp8(qc: Mapping[str, Any], read: _Read) -> QuantScheme:
+    block = qc.get("weight_block_size")
+    excluded = _fp8_excluded(qc)
+    static = str(qc.get("activation_scheme", "dynamic")) == "static"
+    if isinstance(block, Sequence) and len(block) == 2:
+        return Fp8Scheme(name=f"fp8 block {block[0]}×{block[1]}", excluded=excluded, source=read.source,
+                         strategy="block", block=(int(block[0]), int(block[1])), static_input=static,
+                         match_mode="exact")
+    return Fp8Scheme(name="fp8 per-tensor", excluded=excluded, source=read.source, strategy="tensor",
+                     static_input=static, match_mode="exact")
+
+
+def _awq(qc: Mapping[str, Any], read: _Read) -> QuantScheme:
+    bits = int(qc.get("bits", qc.get("w_bit", 4)))
+    marlin = read.flag not in ("awq",)
+    return WeightOnlyIntScheme(
+        name=f"awq {bits}-bit g{qc.get('group_size', qc.get('q_group_size', 128))}"
+        + (" (marlin)" if marlin else " (gemm)"),
+        excluded=_as_list(qc.get("modules_to_not_convert")), source=read.source, bits=bits,
+        group_size=int(qc.get("group_size", qc.get("q_group_size", 128))),
+        zero_point=bool(qc.get("zero_point", True)), marlin=marlin, match_mode="substring",
+        # SM 9.0: linears whose shape Machete takes go to it (WeightOnlyIntScheme._machete_parts):
+        # 0.33.0's auto_awq.py::AutoAWQMarlinLinearMethod picks the kernel with
+        # choose_mp_linear_kernel; the older awq_marlin.py::AWQMarlinLinearMethod (0.13-era)
+        # repacked for Marlin only, and the release that switched is not pinned: before 0.33, Marlin
+        machete=(marlin and read.sm_major == 9 and bits in (4, 8)
+                 and (read.vllm_version is None or tuple(read.vllm_version) >= (0, 33))),
+    )
+
+
+def _gptq(qc: Mapping[str, Any], read: _Read) -> QuantScheme:
+    bits = int(qc.get("bits", 4))
+    desc = bool(qc.get("desc_act", False))
+    marlin = read.flag not in ("gptq",) and bits in (4, 8)
+    return WeightOnlyIntScheme(
+        name=f"gptq {bits}-bit g{qc.get('group_size', 128)}" + (" act-order" if desc else "")
+        + (" (marlin)" if marlin else ""),
+        excluded=_as_list(qc.get("modules_to_not_convert")), source=read.source, bits=bits,
+        group_size=int(qc.get("group_size", 128)), zero_point=not bool(qc.get("sym", True)),
+        act_order=desc, marlin=marlin, gptq_legacy=not marlin,
+        quantize_lm_head=bool(qc.get("lm_head", False)),
+        # SM 9.0: symmetric linears go to Machete, which keeps qzeros (WeightOnlyIntScheme._machete_parts)
+        machete=marlin and read.sm_major == 9 and bool(qc.get("sym", True)) and bits in (4, 8),
+    )
+
+
+def _mxfp4(qc: Mapping[str, Any], read: _Read) -> QuantScheme:
+    # Blackwell datacenter parts (sm 10) run FlashInfer's native FP4 MoE; Hopper the
+    # bundled Triton kernels (from 0.12); the others (Ampere, and sm 12 parts such as
+    # GB10 / RTX 50, as log 037 shows) Marlin.
+    backend = mxfp4_moe_backend(read.sm_major, read.vllm_version)
+    return Mxfp4Scheme(name=f"mxfp4 experts ({backend})", source=read.source, backend=backend,
+                       vllm_version=read.vllm_version, excluded=_as_list(qc.get("modules_to_not_convert")))
+
+
+def _bitsandbytes(qc: Mapping[str, Any], read: _Read) -> QuantScheme:
+    eight = bool(qc.get("load_in_8bit", qc.get("_load_in_8bit", False)))
+    return BitsAndBytesScheme(
+        name="bitsandbytes " + ("8-bit" if eight else f"4-bit {qc.get('bnb_4bit_quant_type', 'nf4')}"),
+        excluded=_as_list(qc.get("llm_int8_skip_modules")), source=read.source, bits=8 if eight else 4,
+        double_quant=bool(qc.get("bnb_4bit_use_double_quant", False)), match_mode="substring",
+    )
+
+
+# quant_method -> the builder of its scheme (each method's ``from_config`` in
+# vllm/model_executor/layers/quantization/, 0.33.0)
+_BUILDERS: dict[str, Callable[[Mapping[str, Any], _Read], QuantScheme]] = {
+    "fp8": _fp8,
+    "fbgemm_fp8": _fbgemm_fp8,
+    "awq": _awq,
+    "gptq": _gptq,
+    "compressed-tensors": _compressed_tensors,
+    "modelopt": _modelopt,
+    "modelopt_fp4": _modelopt,
+    "mxfp4": _mxfp4,
+    "bitsandbytes": _bitsandbytes,
+}
