@@ -166,12 +166,30 @@ def render_concurrency(report: ConcurrencyReport, plan: Any, *, sim: Any = None,
                        speed_context: tuple[int, int] | None = None, speed_notes: tuple[str, ...] = (),
                        speed_reason: str | None = None, mm_note: str | None = None) -> RenderableType:
     from rich.console import Group
-    from rich.table import Table
     from rich.text import Text
 
+    parts: list[Any] = [_limits_table(report, plan), _lengths_table(report, plan)]
+    parts.extend(_lengths_notes(report, mm_note))
+    parts.append(Text(""))
+    parts.append(concurrency_chart(report))
+
+    if sim is not None and sim_json is not None:
+        parts.extend(_simulation_parts(report, sim, timed, sim_json))
+    if speed_rows and speed_context:
+        parts.append(speed_table(speed_rows, *speed_context))
+    if speed_reason:
+        parts.append(Text(f"speed model: not available — {speed_reason}", style="yellow"))
+    elif speed_notes and (speed_rows or timed):
+        parts.append(Text("Every millisecond above is an estimate from the roofline speed model: "
+                          + "; ".join(speed_notes), style="dim"))
+    return Group(*parts)
+
+
+def _limits_table(report: ConcurrencyReport, plan: Any) -> RenderableType:
+    """The three limits: --max-num-seqs, the KV pool, --max-num-batched-tokens."""
+    from rich.table import Table
+
     lim = report.limits
-    e = plan.engine
-    parts: list[Any] = []
     head = Table(title=f"{plan.model_id} on {plan.gpu_name}: the three concurrency limits", title_justify="left")
     head.add_column("limit")
     head.add_column("value", justify="right")
@@ -182,8 +200,14 @@ def render_concurrency(report: ConcurrencyReport, plan: Any, *, sim: Any = None,
                  f"{lim.kv_cache_requests_at_max_model_len:.2f}× at {lim.max_model_len:,})")
     head.add_row("--max-num-batched-tokens", f"{lim.max_num_batched_tokens:,}",
                  "tokens per step: how fast prompts enter, not how many run")
-    parts.append(head)
+    return head
 
+
+def _lengths_table(report: ConcurrencyReport, plan: Any) -> RenderableType:
+    """Concurrency by request length: one row per length, beyond max_model_len dimmed."""
+    from rich.table import Table
+
+    e = plan.engine
     t = Table(title=f"concurrency by request length (block size {plan.kv_cache.block_size}, "
                     f"tp {e.tensor_parallel_size})", title_justify="left")
     for col, just in (("tokens", "right"), ("blocks", "right"), ("by KV", "right"),
@@ -199,7 +223,16 @@ def render_concurrency(report: ConcurrencyReport, plan: Any, *, sim: Any = None,
         t.add_row(label, f"{r.blocks_per_request:,}", _fmt(r.by_kv_cache), f"{r.by_max_num_seqs:,}",
                   f"{r.effective:,}", "seqs" if r.binding == "max_num_seqs" else "KV",
                   f"{r.prefill_steps:,}", f"{r.fill_steps:,}")
-    parts.append(t)
+    return t
+
+
+def _lengths_notes(report: ConcurrencyReport, mm_note: str | None) -> list[Any]:
+    """Under the lengths table: the crossover, what binds at the reference length, the column key,
+    the labelled lengths and the notes."""
+    from rich.text import Text
+
+    lim = report.limits
+    parts: list[Any] = []
     cross = report.crossover_tokens
     if cross is None:
         parts.append(Text(f"The KV pool holds {lim.max_num_seqs:,} requests even at {lim.max_model_len:,} tokens: "
@@ -225,39 +258,38 @@ def render_concurrency(report: ConcurrencyReport, plan: Any, *, sim: Any = None,
         parts.append(Text(mm_note, style="dim"))
     for n in report.notes:
         parts.append(Text("note: " + n, style="dim"))
-    parts.append(Text(""))
-    parts.append(concurrency_chart(report))
+    return parts
 
-    if sim is not None and sim_json is not None:
-        st = Table(title=f"simulation: {sim_json['traffic']}", title_justify="left")
-        st.add_column("figure")
-        st.add_column("steps", justify="right")
-        st.add_column("ms (estimate)", justify="right")
-        st.add_row("steps", f"{sim.steps:,}", f"{timed.total_time_s * 1e3:,.0f}" if timed else "")
-        st.add_row("completed", f"{sim.completed:,} of {sim.num_requests:,}", "")
-        st.add_row("preemptions", f"{sim.preemptions:,}", "")
-        st.add_row("peak running", f"{sim.peak_running:,} (cap {lim.max_num_seqs:,})", "")
-        st.add_row("peak pool use", f"{sim.peak_pool_fraction * 100:.1f} % ({sim.peak_pool_blocks_used:,} blocks)", "")
 
-        def p(x: Any, digits: int = 0) -> str:
-            return "–" if x is None else f"{x:,.{digits}f}"
+def _simulation_parts(report: ConcurrencyReport, sim: Any, timed: Any, sim_json: dict[str, Any]) -> list[Any]:
+    """The simulation summary table, its notes and its timeline."""
+    from rich.table import Table
+    from rich.text import Text
 
-        for name, steps_p, ms_p in (("TTFT p50", sim.ttft_steps.p50, timed.ttft_ms.p50 if timed else None),
-                                    ("TTFT p99", sim.ttft_steps.p99, timed.ttft_ms.p99 if timed else None),
-                                    ("ITL p50", sim.itl_steps.p50, timed.itl_ms.p50 if timed else None),
-                                    ("ITL p99", sim.itl_steps.p99, timed.itl_ms.p99 if timed else None)):
-            st.add_row(name, p(steps_p), p(ms_p, 1))
-        if timed:
-            st.add_row("output tokens/s (all)", "", f"{timed.output_tokens_per_s:,.0f}")
-        parts.append(st)
-        for n in sim_json.get("notes", []):
-            parts.append(Text("note: " + n, style="dim"))
-        parts.append(timeline_chart(sim))
-    if speed_rows and speed_context:
-        parts.append(speed_table(speed_rows, *speed_context))
-    if speed_reason:
-        parts.append(Text(f"speed model: not available — {speed_reason}", style="yellow"))
-    elif speed_notes and (speed_rows or timed):
-        parts.append(Text("Every millisecond above is an estimate from the roofline speed model: "
-                          + "; ".join(speed_notes), style="dim"))
-    return Group(*parts)
+    lim = report.limits
+    parts: list[Any] = []
+    st = Table(title=f"simulation: {sim_json['traffic']}", title_justify="left")
+    st.add_column("figure")
+    st.add_column("steps", justify="right")
+    st.add_column("ms (estimate)", justify="right")
+    st.add_row("steps", f"{sim.steps:,}", f"{timed.total_time_s * 1e3:,.0f}" if timed else "")
+    st.add_row("completed", f"{sim.completed:,} of {sim.num_requests:,}", "")
+    st.add_row("preemptions", f"{sim.preemptions:,}", "")
+    st.add_row("peak running", f"{sim.peak_running:,} (cap {lim.max_num_seqs:,})", "")
+    st.add_row("peak pool use", f"{sim.peak_pool_fraction * 100:.1f} % ({sim.peak_pool_blocks_used:,} blocks)", "")
+
+    def p(x: Any, digits: int = 0) -> str:
+        return "–" if x is None else f"{x:,.{digits}f}"
+
+    for name, steps_p, ms_p in (("TTFT p50", sim.ttft_steps.p50, timed.ttft_ms.p50 if timed else None),
+                                ("TTFT p99", sim.ttft_steps.p99, timed.ttft_ms.p99 if timed else None),
+                                ("ITL p50", sim.itl_steps.p50, timed.itl_ms.p50 if timed else None),
+                                ("ITL p99", sim.itl_steps.p99, timed.itl_ms.p99 if timed else None)):
+        st.add_row(name, p(steps_p), p(ms_p, 1))
+    if timed:
+        st.add_row("output tokens/s (all)", "", f"{timed.output_tokens_per_s:,.0f}")
+    parts.append(st)
+    for n in sim_json.get("notes", []):
+        parts.append(Text("note: " + n, style="dim"))
+    parts.append(timeline_chart(sim))
+    return parts
