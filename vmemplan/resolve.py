@@ -148,94 +148,161 @@ def resolve_with(inputs: PlanInputs, *, registry: Registry, source: ModelSource,
         return _resolve_with(inputs, registry=registry, source=source, parsed=parsed)
 
 
+class _Draft:
+    """One request while it is resolved: the values decided so far, the flags left to their
+    defaults (in the order they were decided) and the warnings (in the order they arose).
+    :func:`_resolve_with` runs its steps over one draft, in vLLM's order of checks."""
+
+    def __init__(self, inputs: PlanInputs, registry: Registry, source: ModelSource) -> None:
+        self.inputs, self.registry, self.source = inputs, registry, source
+        self.defaulted: list[str] = []
+        self.warnings: list[str] = []
+        self.adapter_notes: tuple[str, ...] = ()
+
+    def pick(self, name: str, value: Any, default: Any) -> Any:
+        """``value``, or ``default`` (recorded as defaulted) when the flag is unset."""
+        if value is None:
+            self.defaulted.append(name)
+            return default
+        return value
+
+
 def _resolve_with(inputs: PlanInputs, *, registry: Registry, source: ModelSource,
                   parsed: tuple[ModelConfig, Adapter] | None = None) -> ResolvedRequest:
+    d = _Draft(inputs, registry, source)
+    _model_and_release(d, parsed)
+    _engine_sizes(d)
+    _parallel_and_backend(d)
+    _weights_runner_and_memory(d)
+    req = ResolvedRequest(
+        lora=d.lora, cpu_offload_bytes=d.cpu_offload_bytes, cudagraph_estimate_env=_estimate_env(),
+        prefetch_offload=d.prefetch_offload,
+        quant_scheme=d.quant_scheme, runner=d.runner,
+        inputs=inputs, source=source, config=d.config, adapter=d.adapter, gpu=d.gpu, rules=d.rules,
+        vllm_version=d.version_text,
+        dtype=d.dtype, gpu_memory_utilization=float(d.util), max_model_len=int(d.max_model_len),
+        max_num_seqs=int(d.max_num_seqs), max_num_batched_tokens=int(d.mnbt), block_size=int(d.block_size),
+        kv_cache_dtype=d.kv_dtype, tensor_parallel_size=int(d.tp), pipeline_parallel_size=int(d.pp),
+        enforce_eager=bool(d.enforce_eager), enable_prefix_caching=bool(d.prefix),
+        kv_cache_memory_bytes=d.kv_cache_memory_bytes, defaulted=tuple(d.defaulted),
+        warnings=tuple(d.warnings), registry=registry, notes=d.adapter_notes,
+        **_mm_and_spec(inputs, d.config),
+    )
+    if inputs.disable_hybrid_kv_cache_manager is False:
+        req = _check_hybrid_manager_enabled(req)
+    if inputs.optimization_level is not None or inputs.compilation_config is not None:
+        from vmemplan.request.compilation import with_compilation
+
+        req = with_compilation(req)
+    if (req.inputs.cudagraph_capture_sizes is not None or req.inputs.max_cudagraph_capture_size is not None) \
+            and req.cudagraph_mode != "NONE":
+        req = _with_capture_sizes(req)
+    return req
+
+
+def _model_and_release(d: _Draft, parsed: tuple[ModelConfig, Adapter] | None) -> None:
+    """The GPU, the release's rules, the config and the model family's adapter (``parsed``: the
+    config and adapter of this source, already built: a sweep parses once)."""
     from vmemplan.request.gpu_match import select_gpu
 
-    gpu, gpu_warnings = select_gpu(registry, inputs.gpu, inputs.gpu_total_memory)
-    rules, version_warning = registry.rules(inputs.vllm_version)
-    version_text = inputs.vllm_version or rules.max_version or rules.min_version  # the release planned for
-    warnings: list[str] = list(gpu_warnings)
+    inputs, registry = d.inputs, d.registry
+    d.gpu, gpu_warnings = select_gpu(registry, inputs.gpu, inputs.gpu_total_memory)
+    d.rules, version_warning = registry.rules(inputs.vllm_version)
+    d.version_text = inputs.vllm_version or d.rules.max_version or d.rules.min_version  # the release planned for
+    d.warnings.extend(gpu_warnings)
     if version_warning:
-        warnings.append(version_warning)
-    defaulted: list[str] = []
-    # ``parsed``: the config and adapter of this source, already built (a sweep parses once)
+        d.warnings.append(version_warning)
     config, adapter = parsed if parsed is not None else (None, None)
     if config is None or adapter is None:
-        config = ModelConfig.from_dict(source.config)
+        config = ModelConfig.from_dict(d.source.config)
         from vmemplan.core.version import version_tuple_or_none
         from vmemplan.request.architecture import refuse_removed
 
-        refuse_removed(config, registry.vllm_removed_architectures, version_tuple_or_none(version_text))
+        refuse_removed(config, registry.vllm_removed_architectures, version_tuple_or_none(d.version_text))
         adapter = adapter_for(config, assume=inputs.assume_family)
+    d.config, d.adapter = config, adapter
     # The generic fallback is a warning (its figures may be wrong); a family's notes inform.
-    adapter_notes = tuple(adapter.notes())
+    d.adapter_notes = tuple(adapter.notes())
     if adapter.fidelity == "assumed":
-        warnings.append(f"{config.architecture or config.model_type} is not a family vmemplan plans: sized with the "
-                        f"{type(adapter).__name__} graph (--assume-family), so the weights, KV cache and every figure "
-                        "after them are estimates; check the weights against the checkpoint")
+        d.warnings.append(f"{config.architecture or config.model_type} is not a family vmemplan plans: sized with "
+                          f"the {type(adapter).__name__} graph (--assume-family), so the weights, KV cache and every "
+                          "figure after them are estimates; check the weights against the checkpoint")
     if adapter.fidelity == "generic":
         from vmemplan.request.architecture import refuse_non_decoder
 
         refuse_non_decoder(config, registry.vllm_architectures)
-        warnings.extend(adapter_notes)
-        adapter_notes = ()
+        d.warnings.extend(d.adapter_notes)
+        d.adapter_notes = ()
 
-    def pick(name: str, value: Any, default: Any) -> Any:
-        if value is None:
-            defaulted.append(name)
-            return default
-        return value
 
-    util = pick("gpu_memory_utilization", inputs.gpu_memory_utilization,
-                rules.defaults.gpu_memory_utilization.value)
-    if not 0 < util <= 1:
-        raise UsageError(f"--gpu-memory-utilization {util} is outside (0, 1]",
+def _engine_sizes(d: _Draft) -> None:
+    """Utilization, dtypes, the context length (with vLLM's refusals) and the batch sizes."""
+    inputs, rules, config, adapter, gpu = d.inputs, d.rules, d.config, d.adapter, d.gpu
+    d.util = d.pick("gpu_memory_utilization", inputs.gpu_memory_utilization,
+                    rules.defaults.gpu_memory_utilization.value)
+    if not 0 < d.util <= 1:
+        raise UsageError(f"--gpu-memory-utilization {d.util} is outside (0, 1]",
                          hint="vLLM takes a fraction of the GPU, e.g. 0.92")
     if inputs.dtype is not None and inputs.dtype not in DTYPES:
         raise UsageError(f"unknown --dtype {inputs.dtype!r}", hint="one of " + ", ".join(DTYPES))
-    dtype = _resolve_dtype(inputs.dtype, config.torch_dtype, gpu)
+    d.dtype = _resolve_dtype(inputs.dtype, config.torch_dtype, gpu)
     if inputs.dtype is None:
-        defaulted.append("dtype")
-    kv_dtype = pick("kv_cache_dtype", inputs.kv_cache_dtype, rules.defaults.kv_cache_dtype.value)
-    if kv_dtype not in KV_CACHE_DTYPES:
-        raise UsageError(f"unknown --kv-cache-dtype {kv_dtype!r}", hint="one of " + ", ".join(KV_CACHE_DTYPES))
+        d.defaulted.append("dtype")
+    d.kv_dtype = d.pick("kv_cache_dtype", inputs.kv_cache_dtype, rules.defaults.kv_cache_dtype.value)
+    if d.kv_dtype not in KV_CACHE_DTYPES:
+        raise UsageError(f"unknown --kv-cache-dtype {d.kv_dtype!r}", hint="one of " + ", ".join(KV_CACHE_DTYPES))
+    _context_length(d)
+    d.tp = d.pick("tensor_parallel_size", inputs.tensor_parallel_size, 1)
+    d.pp = d.pick("pipeline_parallel_size", inputs.pipeline_parallel_size, 1)
+    d.enforce_eager = d.pick("enforce_eager", inputs.enforce_eager, False)
+    d.prefix = d.pick("enable_prefix_caching", inputs.enable_prefix_caching,
+                      bool(rules.defaults.enable_prefix_caching.value) and adapter.prefix_caching_supported())
+    d.block_size = d.pick("block_size", inputs.block_size, rules.defaults.block_size.value)
+    chunked = bool(rules.defaults.enable_chunked_prefill.value)
+    mnbt_default, seqs_default = rules.batch_defaults.for_device(
+        device_name=gpu.device_name, nvml_total_bytes=gpu.batch_default_total_bytes,
+        max_model_len=d.max_model_len, chunked_prefill=chunked,
+    )
+    d.max_num_seqs = d.pick("max_num_seqs", inputs.max_num_seqs, seqs_default)
+    d.mnbt = d.pick("max_num_batched_tokens", inputs.max_num_batched_tokens, mnbt_default)
+    if inputs.max_num_seqs is None and d.max_num_seqs > d.mnbt:
+        # vllm/engine/arg_utils.py: max_num_seqs = min(max_num_seqs, max_num_batched_tokens)
+        d.max_num_seqs = d.mnbt
+    from vmemplan.request import refusals
+
+    refusals.check_scheduler(max_num_batched_tokens=int(d.mnbt), max_num_seqs=int(d.max_num_seqs),
+                             max_model_len=int(d.max_model_len), chunked_prefill=chunked)
+
+
+def _context_length(d: _Draft) -> None:
+    """``max_model_len``: the flag or the model's own, checked as vLLM checks it."""
+    inputs, config, adapter = d.inputs, d.config, d.adapter
     derived_len = adapter.derived_max_model_len()
     if inputs.disable_sliding_window:
         from vmemplan.models.sliding import disabled_window_max_len
 
         derived_len = disabled_window_max_len(config.text, derived_len)
-    max_model_len = pick("max_model_len", inputs.max_model_len, min(adapter.default_max_model_len(), derived_len))
+    d.max_model_len = max_model_len = d.pick("max_model_len", inputs.max_model_len,
+                                             min(adapter.default_max_model_len(), derived_len))
     from vmemplan.request import refusals  # vLLM's own refusals, with vLLM's messages
 
     if inputs.max_model_len is not None:
         refusals.check_max_model_len(max_model_len, derived_len, config.text)
     if max_model_len > derived_len and refusals.long_max_model_len_allowed():
-        warnings.append(f"max_model_len {max_model_len} is longer than the model's {derived_len} "
-                        "(VLLM_ALLOW_LONG_MAX_MODEL_LEN=1): positions past the trained length may give NaNs")
+        d.warnings.append(f"max_model_len {max_model_len} is longer than the model's {derived_len} "
+                          "(VLLM_ALLOW_LONG_MAX_MODEL_LEN=1): positions past the trained length may give NaNs")
     elif max_model_len > derived_len:
         raise UsageError(
             f"--max-model-len {max_model_len} is longer than the model's {derived_len} tokens",
             hint="vLLM refuses this unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1; lower --max-model-len",
         )
-    tp = pick("tensor_parallel_size", inputs.tensor_parallel_size, 1)
-    pp = pick("pipeline_parallel_size", inputs.pipeline_parallel_size, 1)
-    enforce_eager = pick("enforce_eager", inputs.enforce_eager, False)
-    prefix = pick("enable_prefix_caching", inputs.enable_prefix_caching,
-                  bool(rules.defaults.enable_prefix_caching.value) and adapter.prefix_caching_supported())
-    block_size = pick("block_size", inputs.block_size, rules.defaults.block_size.value)
-    chunked = bool(rules.defaults.enable_chunked_prefill.value)
-    mnbt_default, seqs_default = rules.batch_defaults.for_device(
-        device_name=gpu.device_name, nvml_total_bytes=gpu.batch_default_total_bytes,
-        max_model_len=max_model_len, chunked_prefill=chunked,
-    )
-    max_num_seqs = pick("max_num_seqs", inputs.max_num_seqs, seqs_default)
-    mnbt = pick("max_num_batched_tokens", inputs.max_num_batched_tokens, mnbt_default)
-    if inputs.max_num_seqs is None and max_num_seqs > mnbt:
-        # vllm/engine/arg_utils.py: max_num_seqs = min(max_num_seqs, max_num_batched_tokens)
-        max_num_seqs = mnbt
-    refusals.check_scheduler(max_num_batched_tokens=int(mnbt), max_num_seqs=int(max_num_seqs),
-                             max_model_len=int(max_model_len), chunked_prefill=chunked)
+
+
+def _parallel_and_backend(d: _Draft) -> None:
+    """The parallel layout's checks, then the cache dtype and block size the attention backend
+    runs (vllm/platforms/cuda.py backend selection, Platform.update_block_size_for_backend)."""
+    inputs, config, adapter, gpu, tp, pp = d.inputs, d.config, d.adapter, d.gpu, d.tp, d.pp
+    from vmemplan.request import refusals
 
     if not getattr(adapter, "attention_free", False):
         # an attention-free model has no num_attention_heads: vLLM reads 0, which any tp divides
@@ -243,69 +310,88 @@ def _resolve_with(inputs: PlanInputs, *, registry: Registry, source: ModelSource
     adapter.validate_parallel(GraphContext(tensor_parallel_size=tp, pipeline_parallel_size=pp))
     if pp > config.num_hidden_layers:
         raise UsageError(f"--pipeline-parallel-size {pp} exceeds the {config.num_hidden_layers} layers")
-    # The attention backend decides the cache dtype it runs and the block size it accepts
-    # (vllm/platforms/cuda.py backend selection, Platform.update_block_size_for_backend).
     from vmemplan.request import mamba
 
     mamba.check_mamba_dtypes(inputs)
     backend_ctx = GraphContext(
-        tensor_parallel_size=tp, pipeline_parallel_size=pp, cache_dtype=kv_dtype, model_dtype=dtype,
-        sm_major=gpu.sm_major, max_model_len=int(max_model_len), enable_prefix_caching=bool(prefix),
-        max_num_batched_tokens=int(mnbt), max_num_seqs=int(max_num_seqs),
+        tensor_parallel_size=tp, pipeline_parallel_size=pp, cache_dtype=d.kv_dtype, model_dtype=d.dtype,
+        sm_major=gpu.sm_major, max_model_len=int(d.max_model_len), enable_prefix_caching=bool(d.prefix),
+        max_num_batched_tokens=int(d.mnbt), max_num_seqs=int(d.max_num_seqs),
         mamba_cache_dtype=inputs.mamba_cache_dtype or "auto", mamba_ssm_cache_dtype=inputs.mamba_ssm_cache_dtype or "auto",
     )
-    resolved_kv = adapter.resolve_cache_dtype(backend_ctx, kv_dtype)
-    if resolved_kv != kv_dtype:
-        warnings.append(f"the attention backend runs --kv-cache-dtype {kv_dtype} as {resolved_kv}")
-        kv_dtype = resolved_kv
-        backend_ctx = GraphContext(**{**backend_ctx.__dict__, "cache_dtype": kv_dtype})
+    resolved_kv = adapter.resolve_cache_dtype(backend_ctx, d.kv_dtype)
+    if resolved_kv != d.kv_dtype:
+        d.warnings.append(f"the attention backend runs --kv-cache-dtype {d.kv_dtype} as {resolved_kv}")
+        d.kv_dtype = resolved_kv
+        backend_ctx = GraphContext(**{**backend_ctx.__dict__, "cache_dtype": d.kv_dtype})
     resolved_block = adapter.resolve_block_size(
-        backend_ctx, user_block_size=inputs.block_size, default=int(block_size))
+        backend_ctx, user_block_size=inputs.block_size, default=int(d.block_size))
     if inputs.block_size is not None and resolved_block != inputs.block_size:
-        warnings.append(f"--block-size {inputs.block_size} becomes {resolved_block}, as vLLM's backend requires")
-    block_size = resolved_block
+        d.warnings.append(f"--block-size {inputs.block_size} becomes {resolved_block}, as vLLM's backend requires")
+    d.block_size = resolved_block
     from vmemplan.core.version import version_tuple_or_none
 
-    warnings.extend(mamba.mamba_dtype_warnings(inputs, adapter, config))
-    warnings.extend(mamba.mamba_block_size_warnings(
-        inputs, adapter, enable_prefix_caching=bool(prefix), max_model_len=int(max_model_len),
-        block_size=int(block_size), version=version_tuple_or_none(version_text)))
+    d.warnings.extend(mamba.mamba_dtype_warnings(inputs, adapter, config))
+    d.warnings.extend(mamba.mamba_block_size_warnings(
+        inputs, adapter, enable_prefix_caching=bool(d.prefix), max_model_len=int(d.max_model_len),
+        block_size=int(d.block_size), version=version_tuple_or_none(d.version_text)))
     from vmemplan.request.attention_backend import check_backend_block_size, check_required_backend
 
-    check_backend_block_size(inputs.attention_backend, inputs.block_size, sm_major=gpu.sm_major, kv_cache_dtype=kv_dtype,
+    check_backend_block_size(inputs.attention_backend, inputs.block_size, sm_major=gpu.sm_major,
+                             kv_cache_dtype=d.kv_dtype,
                              mla=bool(config.raw.get("kv_lora_rank")) or hasattr(adapter, "latent_head_size"))
-    if (version_tuple_or_none(version_text) or (0, 33)) >= (0, 33):  # the check as 0.33.0 makes it
-        check_required_backend(inputs.attention_backend, adapter, vendor=gpu.vendor, arch=gpu.arch, dtype=dtype)
+    if (version_tuple_or_none(d.version_text) or (0, 33)) >= (0, 33):  # the check as 0.33.0 makes it
+        check_required_backend(inputs.attention_backend, adapter, vendor=gpu.vendor, arch=gpu.arch, dtype=d.dtype)
     _check_layout(inputs, tp)
 
+
+def _weights_runner_and_memory(d: _Draft) -> None:
+    """The checkpoint's quantization scheme, the runner, --kv-cache-memory, LoRA, offloading
+    and the flags vmemplan plans only in part (each with its warning)."""
+    inputs, config, adapter, gpu, source = d.inputs, d.config, d.adapter, d.gpu, d.source
     from vmemplan.rules import parse_version
 
-    quant_scheme = None
+    d.quant_scheme = quant_scheme = None
     if config.quantization_config is not None or inputs.quantization or "hf_quant_config.json" in (source.extra or {}):
         from vmemplan.laws.quant_config import scheme_for  # a 16-bit checkpoint needs no scheme
 
         quant_scheme = scheme_for(config.quantization_config, source.extra, inputs.quantization,
-                                  sm_major=gpu.sm_major, vllm_version=parse_version(version_text))
+                                  sm_major=gpu.sm_major, vllm_version=parse_version(d.version_text))
     if quant_scheme is not None and hasattr(adapter, "adapt_quant_scheme"):
         quant_scheme = adapter.adapt_quant_scheme(quant_scheme)  # e.g. DeepSeek-V4's e8m0 scales
     if quant_scheme is not None:
-        adapter_notes = (*adapter_notes, f"weights: {quant_scheme.describe()}")
-    runner = _resolve_runner(inputs.runner, config)
+        d.adapter_notes = (*d.adapter_notes, f"weights: {quant_scheme.describe()}")
+    d.quant_scheme = quant_scheme
+    d.runner = _resolve_runner(inputs.runner, config)
     if inputs.runner is None and getattr(adapter, "default_runner", None) == "pooling":
-        runner = "pooling"  # an embedding architecture (vmemplan/models/pooling_decoders.py)
+        d.runner = "pooling"  # an embedding architecture (vmemplan/models/pooling_decoders.py)
     if inputs.runner is None:
-        defaulted.append("runner")
-    kv_cache_memory_bytes = inputs.kv_cache_memory_bytes
-    if kv_cache_memory_bytes == 0:
+        d.defaulted.append("runner")
+    d.kv_cache_memory_bytes = inputs.kv_cache_memory_bytes
+    if d.kv_cache_memory_bytes == 0:
         # vllm/v1/worker/gpu_worker.py::Worker.determine_available_memory (0.33.0) tests the flag for
         # truth (`if kv_cache_memory_bytes := ...`): 0 means "unset", and the budget decides.
-        kv_cache_memory_bytes = None
-        warnings.append("--kv-cache-memory 0 is treated as unset by vLLM: the KV cache is sized from "
-                        "--gpu-memory-utilization")
+        d.kv_cache_memory_bytes = None
+        d.warnings.append("--kv-cache-memory 0 is treated as unset by vLLM: the KV cache is sized from "
+                          "--gpu-memory-utilization")
+    _lora_and_offload(d)
+    if inputs.async_scheduling and d.pp > 1:
+        d.warnings.append("--async-scheduling with pipeline parallelism: vLLM 0.33.0 runs it only on Model Runner "
+                          "V2 (pipeline stages + 1 batches in flight) and refuses it on the V1 runner ('Async "
+                          "scheduling is not supported by the V1 model runner with pipeline parallelism.', "
+                          "vllm/config/vllm.py::VllmConfig.__post_init__); which runner vLLM picks is not modelled, "
+                          "so windowed layers' admission is planned with one batch per stage")
+    if inputs.num_gpu_blocks_override is not None:
+        d.warnings.extend(_override_warnings(d.rules, d.version_text))
+
+
+def _lora_and_offload(d: _Draft) -> None:
+    """--enable-lora and the two offloaders, where vmemplan models them (warnings where not)."""
+    inputs, warnings, quant_scheme = d.inputs, d.warnings, d.quant_scheme
     from vmemplan.laws.lora import lora_config_from
 
     lora = lora_config_from(inputs)
-    if lora is not None and any(config.text.get(k) for k in ("num_experts", "n_routed_experts", "num_local_experts")):
+    if lora is not None and any(d.config.text.get(k) for k in ("num_experts", "n_routed_experts", "num_local_experts")):
         warnings.append("--enable-lora on a mixture-of-experts model: the expert adapters (FusedMoEWithLoRA) are "
                         "not modelled, so no LoRA buffers are counted and the KV pool is overstated")
         lora = None
@@ -313,6 +399,7 @@ def _resolve_with(inputs: PlanInputs, *, registry: Registry, source: ModelSource
         warnings.append("--enable-lora: the stacked adapter buffers are counted in the weights; the extra CUDA "
                         "graphs captured per adapter state (cudagraph_specialize_lora) and the dummy adapters of "
                         "the profile run are not, so the CUDA-graph and activation figures are low estimates")
+    d.lora = lora
     from vmemplan.request.offload import resolve_offload
 
     prefetch_offload, uva = resolve_offload(inputs, warnings)
@@ -325,38 +412,7 @@ def _resolve_with(inputs: PlanInputs, *, registry: Registry, source: ModelSource
         warnings.append("--cpu-offload-gb on a quantized checkpoint is not modelled: no weights are moved off the "
                         "GPU in this plan, so the weights are overstated and the KV pool understated")
         cpu_offload_bytes = 0
-    if inputs.async_scheduling and pp > 1:
-        warnings.append("--async-scheduling with pipeline parallelism: vLLM 0.33.0 runs it only on Model Runner V2 "
-                        "(pipeline stages + 1 batches in flight) and refuses it on the V1 runner ('Async scheduling "
-                        "is not supported by the V1 model runner with pipeline parallelism.', vllm/config/vllm.py::"
-                        "VllmConfig.__post_init__); which runner vLLM picks is not modelled, so windowed layers' "
-                        "admission is planned with one batch per stage")
-    if inputs.num_gpu_blocks_override is not None:
-        warnings.extend(_override_warnings(rules, version_text))
-    req = ResolvedRequest(
-        lora=lora, cpu_offload_bytes=cpu_offload_bytes, cudagraph_estimate_env=_estimate_env(),
-        prefetch_offload=prefetch_offload,
-        quant_scheme=quant_scheme, runner=runner,
-        inputs=inputs, source=source, config=config, adapter=adapter, gpu=gpu, rules=rules,
-        vllm_version=version_text,
-        dtype=dtype, gpu_memory_utilization=float(util), max_model_len=int(max_model_len),
-        max_num_seqs=int(max_num_seqs), max_num_batched_tokens=int(mnbt), block_size=int(block_size),
-        kv_cache_dtype=kv_dtype, tensor_parallel_size=int(tp), pipeline_parallel_size=int(pp),
-        enforce_eager=bool(enforce_eager), enable_prefix_caching=bool(prefix),
-        kv_cache_memory_bytes=kv_cache_memory_bytes, defaulted=tuple(defaulted),
-        warnings=tuple(warnings), registry=registry, notes=adapter_notes,
-        **_mm_and_spec(inputs, config),
-    )
-    if inputs.disable_hybrid_kv_cache_manager is False:
-        req = _check_hybrid_manager_enabled(req)
-    if inputs.optimization_level is not None or inputs.compilation_config is not None:
-        from vmemplan.request.compilation import with_compilation
-
-        req = with_compilation(req)
-    if (req.inputs.cudagraph_capture_sizes is not None or req.inputs.max_cudagraph_capture_size is not None) \
-            and req.cudagraph_mode != "NONE":
-        req = _with_capture_sizes(req)
-    return req
+    d.prefetch_offload, d.cpu_offload_bytes = prefetch_offload, cpu_offload_bytes
 
 
 def _with_capture_sizes(req: ResolvedRequest) -> ResolvedRequest:
