@@ -153,6 +153,28 @@ def _log_block_bytes(startup: Startup, f: Figures, bs: int, steps: list[str]) ->
     return None
 
 
+class _Walk:
+    """One what-if while it is priced: the log's figures, the old and new settings with their
+    pipeline steps, the available KV bytes as each change moves them, and the trace (steps,
+    figures read from the log, figures estimated)."""
+
+    def __init__(self, startup: Startup, base: Baseline, registry: Registry, gpu: Gpu | None,
+                 link: ModelLink | None) -> None:
+        self.f = startup.figures
+        self.base, self.registry, self.gpu, self.link = base, registry, gpu, link
+        self.cost = registry.cost_model
+        self.steps: list[str] = [base.version_note]
+        self.measured: list[str] = []
+        self.estimated: list[str] = []
+        self.K_new = 0
+        self.p_old: Steps | None = None
+        self.p_new: Steps | None = None
+
+    @property
+    def linked(self) -> bool:
+        return self.p_old is not None and self.p_new is not None
+
+
 def what_if(startup: Startup, changes: Mapping[str, str], *, registry: Registry, link: ModelLink | None = None,
             gpu: Gpu | None = None, base: Baseline | None = None, vllm_version: str | None = None,
             version_source: str = "") -> WhatIf:
@@ -161,205 +183,246 @@ def what_if(startup: Startup, changes: Mapping[str, str], *, registry: Registry,
     See the module docstring for the formula.  Never raises for a log that lacks figures: the result
     then carries ``reason``.
     """
-    cost = registry.cost_model
     if base is None:
         base = resolve_baseline(startup, registry, vllm_version=vllm_version, version_source=version_source,
                                 gpu=gpu, link=link)
-    f = startup.figures
-    steps: list[str] = [base.version_note]
-    measured: list[str] = []
-    estimated: list[str] = []
+    w = _Walk(startup, base, registry, gpu, link)
     vals = {WHAT_IF_FLAGS[k][0]: convert_value(k, v, WHAT_IF_FLAGS[k][1]) for k, v in changes.items()}
     changes = dict(changes)
 
     def fail(reason: str) -> WhatIf:
-        return WhatIf(changes, None, None, None, None, tuple(dict.fromkeys(measured)),
-                      tuple(dict.fromkeys(estimated)), tuple(steps), base.rules.id, reason)
+        return WhatIf(changes, None, None, None, None, tuple(dict.fromkeys(w.measured)),
+                      tuple(dict.fromkeys(w.estimated)), tuple(w.steps), base.rules.id, reason)
 
+    old, new = _settings(w, vals)
+    reason = _linked_steps(w, old, new, vals)
+    if reason is not None:
+        return fail(reason)
+    # ---- the KV bytes the log measured
+    K = w.f.available_kv_cache_bytes
+    if K is None:
+        return fail("the log does not print the KV cache memory (no 'Available KV cache memory' or profiler"
+                    " line), so there is nothing to calibrate from")
+    w.measured.append("available_kv_cache_bytes")
+    w.K_new = K
+    if w.f.kv_cache_memory_override_bytes is not None:
+        w.measured.append("kv_cache_memory_override_bytes")
+        w.steps.append("--kv-cache-memory-bytes fixed the pool: utilization, weights and activations do not move it")
+    else:
+        for term in (_budget_term, _weights_term):
+            reason = term(w, old, new)
+            if reason is not None:
+                return fail(reason)
+        _activation_term(w, old, new)
+        _non_torch_term(w, old, new)
+        _cuda_graph_term(w, old, new)
+        w.steps.append(f"available KV cache: {_gib(K)} GiB (log) -> {w.K_new / GIB:.3f} GiB")
+    # ---- the pool
+    return _pool_result(startup, changes, base, old, new, int(w.K_new), link, w.steps, w.measured, w.estimated,
+                        w.p_old, w.p_new)
+
+
+def _settings(w: _Walk, vals: Mapping[str, Any]) -> tuple[Setting, Setting]:
+    """The log's settings and the settings after the changes (batch sizes following the new
+    release's defaults where the log did not print them)."""
+    base, f, steps = w.base, w.f, w.steps
     old_version = base.vllm_version or base.rules.min_version
     old = setting_of(base, old_version)
-    # the pipeline's steps at the old and the new settings (only with a linked model)
     new_rules, new_version = base.rules, old_version
     if "vllm_version" in vals:
         new_version = str(vals["vllm_version"])
-        new_rules, warning = select_rules(registry, new_version, "v0" if base.rules.engine == "v0" else "v1")
+        new_rules, warning = select_rules(w.registry, new_version, "v0" if base.rules.engine == "v0" else "v1")
         steps.append(f"re-planned under the rules of {new_rules.id} (vLLM {new_version})"
                      + (f"; {warning}" if warning else ""))
     L_new = vals.get("max_model_len", old.max_model_len)
     mnbt_new = vals.get("max_num_batched_tokens")
     seqs_new = vals.get("max_num_seqs")
     if mnbt_new is None or seqs_new is None:
-        d_mnbt, d_seqs = batch_defaults(new_rules, gpu, L_new, f.total_memory_bytes)
+        d_mnbt, d_seqs = batch_defaults(new_rules, w.gpu, L_new, f.total_memory_bytes)
         if mnbt_new is None:
             mnbt_new = old.mnbt if base.mnbt_printed else d_mnbt
             if not base.mnbt_printed and mnbt_new != old.mnbt:
-                estimated.append("max_num_batched_tokens")
+                w.estimated.append("max_num_batched_tokens")
                 steps.append(f"max_num_batched_tokens follows the release's default: {old.mnbt:,} -> {mnbt_new:,}")
         if seqs_new is None:
             seqs_new = old.seqs if base.seqs_printed else d_seqs
             if not base.seqs_printed and new_rules.batch_defaults.cap_seqs_by_tokens:
                 seqs_new = min(seqs_new, mnbt_new)
     new = Setting(version=new_version, rules=new_rules, util=vals.get("gpu_memory_utilization", old.util),
-                   tp=vals.get("tensor_parallel_size", old.tp), pp=old.pp,
-                   kv_cache_dtype=vals.get("kv_cache_dtype", old.kv_cache_dtype),
-                   block_size=vals.get("block_size", old.block_size), max_model_len=L_new, mnbt=int(mnbt_new),
-                   seqs=int(seqs_new), eager=vals.get("enforce_eager", old.eager), dtype=old.dtype)
+                  tp=vals.get("tensor_parallel_size", old.tp), pp=old.pp,
+                  kv_cache_dtype=vals.get("kv_cache_dtype", old.kv_cache_dtype),
+                  block_size=vals.get("block_size", old.block_size), max_model_len=L_new, mnbt=int(mnbt_new),
+                  seqs=int(seqs_new), eager=vals.get("enforce_eager", old.eager), dtype=old.dtype)
     if base.assumed:
         steps.append("not in the log, assumed: " + "; ".join(base.assumed))
+    return old, new
+
+
+def _linked_steps(w: _Walk, old: Setting, new: Setting, vals: Mapping[str, Any]) -> str | None:
+    """The pipeline's steps at the old and the new settings (only with a linked model); why the
+    what-if cannot be priced, when vLLM would refuse the new flags."""
+    link = w.link
     check_what_if_heads(link, vals.get("tensor_parallel_size"))  # heads known: size's refusal, exit 2
-    p_old = Steps(link, old, registry, gpu) if link is not None else None
-    p_new = Steps(link, new, registry, gpu) if link is not None else None
-    if p_old is not None:
-        try:
-            p_old.req
-        except VmemplanError as error:
-            steps.append(f"the model's laws cannot be applied at the log's own settings ({error.message}); the log's"
-                         " figures are scaled instead")
-            p_old = p_new = None
-    if p_new is not None:
-        try:
-            p_new.req  # the new settings get size's own refusals (heads vs tp, lengths, batches)
-        except VmemplanError as error:
-            return fail(f"vLLM would refuse these flags: {error.message}")
+    if link is None:
+        return None
+    w.p_old, w.p_new = Steps(link, old, w.registry, w.gpu), Steps(link, new, w.registry, w.gpu)
+    try:
+        w.p_old.req
+    except VmemplanError as error:
+        w.steps.append(f"the model's laws cannot be applied at the log's own settings ({error.message}); the log's"
+                       " figures are scaled instead")
+        w.p_old = w.p_new = None
+        return None
+    try:
+        w.p_new.req  # the new settings get size's own refusals (heads vs tp, lengths, batches)
+    except VmemplanError as error:
+        return f"vLLM would refuse these flags: {error.message}"
+    return None
 
-    # ---- the KV bytes the log measured
-    K = f.available_kv_cache_bytes
-    if K is None:
-        return fail("the log does not print the KV cache memory (no 'Available KV cache memory' or profiler"
-                    " line), so there is nothing to calibrate from")
-    measured.append("available_kv_cache_bytes")
-    if f.kv_cache_memory_override_bytes is not None:
-        measured.append("kv_cache_memory_override_bytes")
-        steps.append("--kv-cache-memory-bytes fixed the pool: utilization, weights and activations do not move it")
-        K_new = K
+
+def _budget_term(w: _Walk, old: Setting, new: Setting) -> str | None:
+    """A change of utilization (or of the release's rounding) moves the budget."""
+    f = w.f
+    T = f.total_memory_bytes
+    t_src = "measured"
+    if T is not None:
+        w.measured.append("total_memory_bytes")
+    elif w.gpu is not None:
+        T, t_src = w.gpu.total_memory_bytes, f"--gpu {w.gpu.id}"
+    elif f.requested_memory_bytes is not None and f.gpu_memory_utilization:
+        T, t_src = round(f.requested_memory_bytes / f.gpu_memory_utilization), "requested / util"
+    if f.gpu_memory_utilization is not None:
+        w.measured.append("gpu_memory_utilization")
+    rounding_changes = old.rules.budget.requested_rounding != new.rules.budget.requested_rounding
+    if not (new.util != old.util or (rounding_changes and T is not None)):
+        return None
+    if T is None:
+        return ("the log does not print the GPU's total memory; pass --gpu GPU so a change of"
+                " gpu-memory-utilization can be priced")
+    from vmemplan.laws.budget import requested_memory_bytes
+
+    if t_src != "measured":
+        w.estimated.append("total_memory_bytes")
+    R_old = requested_memory_bytes(T, old.util, rounding=old.rules.budget.requested_rounding)
+    R_new = requested_memory_bytes(T, new.util, rounding=new.rules.budget.requested_rounding)
+    w.K_new += R_new - R_old
+    w.estimated.append("requested_memory_bytes")
+    w.steps.append(f"budget: total {_gib(T)} GiB ({t_src}) x util {old.util} -> {new.util}:"
+                   f" {R_old / GIB:.3f} -> {R_new / GIB:.3f} GiB ({(R_new - R_old) / GIB:+.3f} GiB)")
+    return None
+
+
+def _weights_term(w: _Walk, old: Setting, new: Setting) -> str | None:
+    """A change of tensor parallelism re-splits the weights (by the weights law when linked)."""
+    W = w.f.weights_bytes
+    if W is not None:
+        w.measured.append("weights_bytes")
+    if new.tp == old.tp:
+        return None
+    p_old, p_new = w.p_old, w.p_new
+    if W is None and p_old is not None:
+        W = p_old.weights()
+        w.estimated.append("weights_bytes")
+        w.steps.append(f"weights not in the log: {_gib(W)} GiB from the model")
+    if W is None:
+        return ("the log does not print the weights, so a change of tensor-parallel-size cannot be"
+                " priced; pass --model")
+    if p_old is not None and p_new is not None and w.link is not None:
+        w_old, w_new = p_old.weights(), p_new.weights()
+        W_new = (W * w_new + w_old // 2) // w_old if w_old else W
+        how = (f"x {w_new / GIB:.4f} / {w_old / GIB:.4f} (weights law at tp {new.tp} vs {old.tp},"
+               f" {w.link.model_id})")
     else:
-        K_new = K
-        # ---- budget
-        T = f.total_memory_bytes
-        t_src = "measured"
-        if T is not None:
-            measured.append("total_memory_bytes")
-        elif gpu is not None:
-            T, t_src = gpu.total_memory_bytes, f"--gpu {gpu.id}"
-        elif f.requested_memory_bytes is not None and f.gpu_memory_utilization:
-            T, t_src = round(f.requested_memory_bytes / f.gpu_memory_utilization), "requested / util"
-        if f.gpu_memory_utilization is not None:
-            measured.append("gpu_memory_utilization")
-        rounding_changes = old.rules.budget.requested_rounding != new.rules.budget.requested_rounding
-        if new.util != old.util or (rounding_changes and T is not None):
-            if T is None:
-                return fail("the log does not print the GPU's total memory; pass --gpu GPU so a change of"
-                            " gpu-memory-utilization can be priced")
-            from vmemplan.laws.budget import requested_memory_bytes
+        W_new = round(W * old.tp / new.tp)
+        how = f"x {old.tp} / {new.tp} (model unknown: every weight assumed split evenly)"
+    w.K_new -= W_new - W
+    w.estimated.append("weights_bytes")
+    w.steps.append(f"weights per rank: {_gib(W)} GiB {how} = {W_new / GIB:.4f} GiB ({(W_new - W) / GIB:+.3f} GiB)")
+    return None
 
-            if t_src != "measured":
-                estimated.append("total_memory_bytes")
-            R_old = requested_memory_bytes(T, old.util, rounding=old.rules.budget.requested_rounding)
-            R_new = requested_memory_bytes(T, new.util, rounding=new.rules.budget.requested_rounding)
-            K_new += R_new - R_old
-            estimated.append("requested_memory_bytes")
-            steps.append(f"budget: total {_gib(T)} GiB ({t_src}) x util {old.util} -> {new.util}:"
-                         f" {R_old / GIB:.3f} -> {R_new / GIB:.3f} GiB ({(R_new - R_old) / GIB:+.3f} GiB)")
-        # ---- weights
-        W = f.weights_bytes
-        if W is not None:
-            measured.append("weights_bytes")
-        if new.tp != old.tp:
-            if W is None and p_old is not None:
-                W = p_old.weights()
-                estimated.append("weights_bytes")
-                steps.append(f"weights not in the log: {_gib(W)} GiB from the model")
-            if W is None:
-                return fail("the log does not print the weights, so a change of tensor-parallel-size cannot be"
-                            " priced; pass --model")
-            if p_old is not None and p_new is not None:
-                w_old, w_new = p_old.weights(), p_new.weights()
-                W_new = (W * w_new + w_old // 2) // w_old if w_old else W
-                how = (f"x {w_new / GIB:.4f} / {w_old / GIB:.4f} (weights law at tp {new.tp} vs {old.tp},"
-                       f" {link.model_id})")
-            else:
-                W_new = round(W * old.tp / new.tp)
-                how = f"x {old.tp} / {new.tp} (model unknown: every weight assumed split evenly)"
-            K_new -= W_new - W
-            estimated.append("weights_bytes")
-            steps.append(f"weights per rank: {_gib(W)} GiB {how} = {W_new / GIB:.4f} GiB ({(W_new - W) / GIB:+.3f} GiB)")
-        # ---- activation peak
-        A = f.activation_peak_bytes
-        if A is not None:
-            measured.append("activation_peak_bytes")
-        elif f.peak_torch_bytes is not None and f.weights_bytes is not None:
-            A = f.peak_torch_bytes - f.weights_bytes
-            measured += ["peak_torch_bytes", "weights_bytes"]
-        moves_act = (new.profile_tokens != old.profile_tokens or new.seqs != old.seqs or new.tp != old.tp
-                     or new.version != old.version)
-        if moves_act:
-            if p_old is not None and p_new is not None:
-                a_old, a_new = p_old.activation(), p_new.activation()
-                d = a_new - a_old
-                base_txt = f"{_gib(A)} GiB (log)" if A is not None else f"{_gib(a_old)} GiB (law; not in the log)"
-                steps.append(f"activation peak: {base_txt} {d / GIB:+.3f} GiB by the activation law (profile batch"
-                             f" {old.profile_tokens:,} -> {new.profile_tokens:,} tokens, sampler rows"
-                             f" {min(old.seqs, old.profile_tokens)} -> {min(new.seqs, new.profile_tokens)},"
-                             f" tp {old.tp} -> {new.tp})")
-                K_new -= d
-                estimated.append("activation_peak_bytes")
-            elif A is not None and new.profile_tokens != old.profile_tokens:
-                A_new = round(A * new.profile_tokens / old.profile_tokens)
-                steps.append(f"activation peak: {_gib(A)} GiB x {new.profile_tokens:,} / {old.profile_tokens:,} profile"
-                             f" tokens = {_gib(A_new)} GiB (model unknown: the forward pass is assumed to dominate"
-                             " and to grow linearly with the profile batch)")
-                K_new -= A_new - A
-                estimated.append("activation_peak_bytes")
-            else:
-                steps.append("activation peak: not moved (the model is unknown, so its shapes cannot scale the"
-                             " sampler or tensor-parallel terms; pass --model)")
-                estimated.append("activation_peak_bytes")
-        # ---- non-torch memory
-        N = f.non_torch_bytes
-        if N is not None:
-            measured.append("non_torch_bytes")
-        if p_old is not None and p_new is not None:
-            n_old, n_new = p_old.non_torch(), p_new.non_torch()
+
+def _activation_term(w: _Walk, old: Setting, new: Setting) -> None:
+    """The profile batch, the sampler rows, tensor parallelism or the release move the peak."""
+    f = w.f
+    A = f.activation_peak_bytes
+    if A is not None:
+        w.measured.append("activation_peak_bytes")
+    elif f.peak_torch_bytes is not None and f.weights_bytes is not None:
+        A = f.peak_torch_bytes - f.weights_bytes
+        w.measured += ["peak_torch_bytes", "weights_bytes"]
+    moves_act = (new.profile_tokens != old.profile_tokens or new.seqs != old.seqs or new.tp != old.tp
+                 or new.version != old.version)
+    if not moves_act:
+        return
+    if w.p_old is not None and w.p_new is not None:
+        a_old, a_new = w.p_old.activation(), w.p_new.activation()
+        d = a_new - a_old
+        base_txt = f"{_gib(A)} GiB (log)" if A is not None else f"{_gib(a_old)} GiB (law; not in the log)"
+        w.steps.append(f"activation peak: {base_txt} {d / GIB:+.3f} GiB by the activation law (profile batch"
+                       f" {old.profile_tokens:,} -> {new.profile_tokens:,} tokens, sampler rows"
+                       f" {min(old.seqs, old.profile_tokens)} -> {min(new.seqs, new.profile_tokens)},"
+                       f" tp {old.tp} -> {new.tp})")
+        w.K_new -= d
+    elif A is not None and new.profile_tokens != old.profile_tokens:
+        A_new = round(A * new.profile_tokens / old.profile_tokens)
+        w.steps.append(f"activation peak: {_gib(A)} GiB x {new.profile_tokens:,} / {old.profile_tokens:,} profile"
+                       f" tokens = {_gib(A_new)} GiB (model unknown: the forward pass is assumed to dominate"
+                       " and to grow linearly with the profile batch)")
+        w.K_new -= A_new - A
+    else:
+        w.steps.append("activation peak: not moved (the model is unknown, so its shapes cannot scale the"
+                       " sampler or tensor-parallel terms; pass --model)")
+    w.estimated.append("activation_peak_bytes")
+
+
+def _non_torch_term(w: _Walk, old: Setting, new: Setting) -> None:
+    """The communicator grows with the world size (the cost model's era constants)."""
+    if w.f.non_torch_bytes is not None:
+        w.measured.append("non_torch_bytes")
+    if w.p_old is not None and w.p_new is not None:
+        n_old, n_new = w.p_old.non_torch(), w.p_new.non_torch()
+    else:
+        n_old, n_new = model_free_non_torch(old, w.cost), model_free_non_torch(new, w.cost)
+    if n_new != n_old:
+        w.K_new -= n_new - n_old
+        w.estimated.append("non_torch_bytes")
+        w.steps.append(f"non-torch memory: {(n_new - n_old) / GIB:+.3f} GiB (cost model: NCCL communicator at world"
+                       f" size {old.tp * old.pp} -> {new.tp * new.pp}"
+                       f"{', inside the budget' if new.rules.budget.nccl_inside_budget else ''}; era constants)")
+
+
+def _cuda_graph_term(w: _Walk, old: Setting, new: Setting) -> None:
+    """The CUDA-graph estimate taken from the budget, where either release subtracts it."""
+    f, cost, p_old, p_new = w.f, w.cost, w.p_old, w.p_new
+    if not (old.subtracts_cuda_graph or new.subtracts_cuda_graph):
+        if new.eager != old.eager:
+            w.steps.append("enforce-eager: this release captures CUDA graphs after sizing the KV pool, so the pool"
+                           " does not change; the graphs' memory (" + (f"{_gib(f.cuda_graph_bytes)} GiB in the log"
+                                                                       if f.cuda_graph_bytes is not None
+                                                                       else "not in the log")
+                           + ") is freed from the (1 - util) headroom instead")
+        return
+    g_old = 0
+    if old.subtracts_cuda_graph:
+        if f.cuda_graph_estimate_bytes is not None:
+            g_old = f.cuda_graph_estimate_bytes
+            w.measured.append("cuda_graph_estimate_bytes")
         else:
-            n_old, n_new = model_free_non_torch(old, cost), model_free_non_torch(new, cost)
-        if n_new != n_old:
-            K_new -= n_new - n_old
-            estimated.append("non_torch_bytes")
-            steps.append(f"non-torch memory: {(n_new - n_old) / GIB:+.3f} GiB (cost model: NCCL communicator at world"
-                         f" size {old.tp * old.pp} -> {new.tp * new.pp}"
-                         f"{', inside the budget' if new.rules.budget.nccl_inside_budget else ''}; era constants)")
-        # ---- CUDA graph estimate taken from the budget
-        if old.subtracts_cuda_graph or new.subtracts_cuda_graph:
-            g_old = 0
-            if old.subtracts_cuda_graph:
-                if f.cuda_graph_estimate_bytes is not None:
-                    g_old = f.cuda_graph_estimate_bytes
-                    measured.append("cuda_graph_estimate_bytes")
-                else:
-                    g_old = p_old.cuda_graph() if p_old is not None else model_free_cuda_graph(old, cost)
-                    estimated.append("cuda_graph_estimate_bytes")
-            g_new = 0
-            if new.subtracts_cuda_graph:
-                if p_old is not None and p_new is not None:
-                    law_old, law_new = p_old.cuda_graph(), p_new.cuda_graph()
-                else:
-                    law_old, law_new = model_free_cuda_graph(old, cost), model_free_cuda_graph(new, cost)
-                g_new = max(0, g_old + law_new - law_old) if old.subtracts_cuda_graph else law_new
-            if g_new != g_old:
-                K_new -= g_new - g_old
-                if not new.eager:  # eager captures nothing: 0 is known, not estimated
-                    estimated.append("cuda_graph_estimate_bytes")
-                why = "enforce-eager captures no CUDA graphs" if new.eager else "the capture sizes change"
-                steps.append(f"CUDA graph estimate taken from the budget: {_gib(g_old)} -> {_gib(g_new)} GiB ({why})")
-        elif new.eager != old.eager:
-            steps.append("enforce-eager: this release captures CUDA graphs after sizing the KV pool, so the pool does"
-                         " not change; the graphs' memory (" + (f"{_gib(f.cuda_graph_bytes)} GiB in the log"
-                                                                if f.cuda_graph_bytes is not None else "not in the log")
-                         + ") is freed from the (1 - util) headroom instead")
-        steps.append(f"available KV cache: {_gib(K)} GiB (log) -> {K_new / GIB:.3f} GiB")
-
-    # ---- the pool
-    return _pool_result(startup, changes, base, old, new, int(K_new), link, steps, measured, estimated, p_old, p_new)
+            g_old = p_old.cuda_graph() if p_old is not None else model_free_cuda_graph(old, cost)
+            w.estimated.append("cuda_graph_estimate_bytes")
+    g_new = 0
+    if new.subtracts_cuda_graph:
+        if p_old is not None and p_new is not None:
+            law_old, law_new = p_old.cuda_graph(), p_new.cuda_graph()
+        else:
+            law_old, law_new = model_free_cuda_graph(old, cost), model_free_cuda_graph(new, cost)
+        g_new = max(0, g_old + law_new - law_old) if old.subtracts_cuda_graph else law_new
+    if g_new != g_old:
+        w.K_new -= g_new - g_old
+        if not new.eager:  # eager captures nothing: 0 is known, not estimated
+            w.estimated.append("cuda_graph_estimate_bytes")
+        why = "enforce-eager captures no CUDA graphs" if new.eager else "the capture sizes change"
+        w.steps.append(f"CUDA graph estimate taken from the budget: {_gib(g_old)} -> {_gib(g_new)} GiB ({why})")
 
 
 def _pool_result(startup: Startup, changes: dict[str, str], base: Baseline, old: Setting, new: Setting,
