@@ -147,6 +147,9 @@ TRANSFORMERS_DEFAULTS: dict[str, dict[str, int]] = {
     # derived text_config) gets 8,192 positions, not the generic 2,048
     "cohere": {"max_position_embeddings": 8192},
     "cohere2": {"max_position_embeddings": 8192},
+    # GemmaConfig / Gemma2Config (5.20.2): PaliGemma's text_config keeps only the keys that differ
+    "gemma": {"max_position_embeddings": 8192},
+    "gemma2": {"max_position_embeddings": 8192},
 }
 
 
