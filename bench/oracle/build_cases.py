@@ -70,6 +70,8 @@ MULTIMODAL.update({"llava-hf--llava-interleave-qwen-0.5b-hf.derived": (1, 2)})
 MULTIMODAL.update({"google--paligemma-3b-pt-224.transcribed": (1, 2)})
 # SmolVLM (registry/architectures/multimodal_siglip.yaml: Idefics3 under another name)
 MULTIMODAL.update({"HuggingFaceTB--SmolVLMConfig-defaults.synthetic": (1, 2)})
+# Eagle 2.5-VL (vmemplan/models/eagle2_5_vl.py): the oracle copy reads as LlavaConfig (eagle_2_5_vl is remote code)
+MULTIMODAL.update({"nvidia--Eagle2_5_VLConfig-defaults.synthetic.oracle-llava": (1, 2)})
 # embedding (pooling) architectures checked too: vLLM 0.33.0 lists them in _EMBEDDING_MODELS and picks
 # --runner pooling for them itself (vllm/config/model.py::_get_default_runner_type), so the oracle needs
 # no flag; the TPs to run where the default TP > 1 would not divide the heads (vmemplan/models/pooling_decoders.py)
