@@ -150,6 +150,9 @@ TRANSFORMERS_DEFAULTS: dict[str, dict[str, int]] = {
     # GemmaConfig / Gemma2Config (5.20.2): PaliGemma's text_config keeps only the keys that differ
     "gemma": {"max_position_embeddings": 8192},
     "gemma2": {"max_position_embeddings": 8192},
+    # Qwen2Config (5.20.2): Qwen2-Audio's text_config keeps only the keys that differ
+    "qwen2": {"vocab_size": 151936, "hidden_size": 4096, "intermediate_size": 22016, "num_hidden_layers": 32,
+              "num_attention_heads": 32, "max_position_embeddings": 32768, "use_sliding_window": False},
 }
 
 

@@ -68,6 +68,8 @@ MULTIMODAL.update({"nvidia--Cosmos3-Nano.transcribed-trimmed": (1, 2),
 MULTIMODAL.update({"llava-hf--llava-interleave-qwen-0.5b-hf.derived": (1, 2)})
 # PaliGemma (vmemplan/models/paligemma.py): SigLIP + linear projector over Gemma / Gemma-2
 MULTIMODAL.update({"google--paligemma-3b-pt-224.transcribed": (1, 2)})
+# Qwen audio models (vmemplan/models/qwen_audio.py: Whisper-style audio towers over Qwen2 / Qwen3)
+MULTIMODAL.update({"Qwen--Qwen2-Audio-7B-Instruct.transcribed": (1, 2)})
 # SmolVLM (registry/architectures/multimodal_siglip.yaml: Idefics3 under another name)
 MULTIMODAL.update({"HuggingFaceTB--SmolVLMConfig-defaults.synthetic": (1, 2)})
 # Eagle 2.5-VL (vmemplan/models/eagle2_5_vl.py): the oracle copy reads as LlavaConfig (eagle_2_5_vl is remote code)

@@ -1,0 +1,71 @@
+"""Qwen audio-language models: a Whisper-style audio tower (:mod:`vmemplan.models.audio_towers`)
+in front of a Qwen decoder vmemplan plans.
+
+* ``Qwen2AudioForConditionalGeneration`` (vllm/model_executor/models/qwen2_audio.py, 0.33.0):
+  ``audio_tower`` = transformers' Qwen2AudioEncoder on ``audio_config`` and
+  ``multi_modal_projector.linear`` nn.Linear(d_model → text hidden, bias), both under
+  ``_mark_tower_model(..., "audio")``; ``language_model`` = Qwen2ForCausalLM on ``text_config``.
+  The tower is a plain torch module (whole on every rank; the model does not declare
+  ``supports_encoder_tp_data``, so ``--mm-encoder-tp-mode data`` falls back to ``weights``).
+* a tower whose modality has ``--limit-mm-per-prompt`` 0 is not built
+  (interfaces.py::SupportsMultiModal._mark_tower_model), nor on a pipeline stage after the first.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from vmemplan.core.graph import GraphContext, WeightTensor
+from vmemplan.laws import multimodal as mm_law
+from vmemplan.models.audio_towers import audio_config, qwen2_audio_encoder, whisper_output_tokens
+from vmemplan.models.base import register
+from vmemplan.models.dense import Qwen2
+from vmemplan.models.multimodal import VisionEncoderMixin
+
+__all__ = ["Qwen2Audio"]
+
+#: WhisperFeatureExtractor of the Qwen2-Audio processor: 30 s chunks at 16 kHz, hop 160
+#: (Qwen2AudioProcessingInfo.get_mm_max_tokens_per_item: 3,000 mel frames → 750 tokens)
+WHISPER_MEL_FRAMES = 30 * 16000 // 160
+
+
+class _AudioTower(VisionEncoderMixin):
+    """An audio-only tower: built while ``audio`` is allowed per prompt."""
+
+    modalities = ("audio",)
+
+    def encoder_dims(self, config: Any) -> tuple[int, int]:
+        ac = audio_config(config.raw, config.architecture)
+        return int(ac.get("d_model", 1280)), int(ac.get("encoder_ffn_dim", 5120))
+
+    def mm_profile(self, config: Any, ctx: GraphContext, **kw: Any) -> Any:
+        """No ``supports_encoder_tp_data``: vLLM falls back to ``--mm-encoder-tp-mode weights``
+        (vllm/config/model.py::ModelConfig.__post_init__, 0.33.0)."""
+        return super().mm_profile(config, replace(ctx, mm_encoder_tp_mode="weights"), **kw)
+
+
+@register
+class Qwen2Audio(_AudioTower, Qwen2):
+    """Qwen2-Audio: Qwen2 on ``text_config`` + the Qwen2AudioEncoder and its linear projector."""
+
+    architectures = ("Qwen2AudioForConditionalGeneration",)
+    patches_per_token = 2  # the encoder runs at 1,500 positions for 750 tokens (AvgPool1d(2, 2))
+
+    def vision_weight_tensors(self, config: Any, ctx: GraphContext) -> list[WeightTensor]:
+        ac = audio_config(config.raw, config.architecture)
+        d = int(ac.get("d_model", 1280))
+        h = config.hidden_size
+        return qwen2_audio_encoder(ac) + [WeightTensor("multi_modal_projector.linear", "encoder", h, d),
+                                          WeightTensor("multi_modal_projector.linear.bias", "encoder", h, 1)]
+
+    def max_tokens_per_item(self, config: Any, ctx: GraphContext) -> dict[str, int]:
+        if mm_law.limit_for(ctx.limit_mm_per_prompt, "audio") <= 0:
+            return {}
+        return {"audio": whisper_output_tokens(WHISPER_MEL_FRAMES)}
+
+    def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
+        out = super().weight_tensors(ctx)
+        if ctx.pipeline_rank == 0:
+            out += self.tower_tensors(self.config, ctx)
+        return out
