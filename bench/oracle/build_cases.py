@@ -74,6 +74,8 @@ MULTIMODAL.update({"Qwen--Qwen2-Audio-7B-Instruct.transcribed": (1, 2)})
 MULTIMODAL.update({"HuggingFaceTB--SmolVLMConfig-defaults.synthetic": (1, 2)})
 # Eagle 2.5-VL (vmemplan/models/eagle2_5_vl.py): the oracle copy reads as LlavaConfig (eagle_2_5_vl is remote code)
 MULTIMODAL.update({"nvidia--Eagle2_5_VLConfig-defaults.synthetic.oracle-llava": (1, 2)})
+# Llama Nemotron VL embedding (vmemplan/models/nemotron_vl_embed.py): pooling runner, SigLIP + bidirectional Llama
+MULTIMODAL.update({"nvidia--LlamaNemotronVL-on-Llama-3.2-1B.derived.synthetic": (1, 2)})
 # embedding (pooling) architectures checked too: vLLM 0.33.0 lists them in _EMBEDDING_MODELS and picks
 # --runner pooling for them itself (vllm/config/model.py::_get_default_runner_type), so the oracle needs
 # no flag; the TPs to run where the default TP > 1 would not divide the heads (vmemplan/models/pooling_decoders.py)

@@ -51,6 +51,7 @@ SHIMS.update({"BloomForCausalLM": "shims_alibi.py", "Step1ForCausalLM": "shims_a
 SHIMS.update({"ApertusForCausalLM": "shims_xielu.py"})  # xIELU scalars read on CPU (.item())
 SHIMS.update({"DeciLMForCausalLM": "shims_decilm.py"})  # stand-in for the remote DeciLMConfig (nemotron-nas)
 SHIMS.update({"NemotronHPuzzleForCausalLM": "shims_nemotron_h_puzzle.py"})  # stand-in for the remote NemotronHPuzzleConfig
+SHIMS.update({"LlamaNemotronVLModel": "shims_nemotron_vl.py"})  # stand-in for the remote LlamaNemotronVLConfig
 # stand-in for the remote InternS1ProConfig, FoPE's inv_freq selection on CPU, and shims_pwal_meta.py (FP8)
 SHIMS.update({"InternS1ProForConditionalGeneration": "shims_interns1_pro.py"})
 SHIMS.update({"H2OVLChatModel": "shims_h2ovl.py"})  # stand-in for the remote H2OVLChatConfig (h2ovl_chat)
