@@ -66,6 +66,11 @@ MULTIMODAL.update({"nvidia--Cosmos3-Nano.transcribed-trimmed": (1, 2),
                    "internlm--Intern-S2-Mobius.derived-Qwen3.5-35B-A3B.synthetic": (1, 2)})
 # LLaVA-1.5-style Llava with a SigLIP tower (vmemplan/models/multimodal.py::Llava): LLaVA-Interleave
 MULTIMODAL.update({"llava-hf--llava-interleave-qwen-0.5b-hf.derived": (1, 2)})
+# MiniCPM-V 4.6 / 4.7 / MiniCPM-OCR, Qwen4Exp-VL, Kimi-K3 (vmemplan/models/minicpmv4_6.py, qwen4_exp_vl.py, kimi_k3.py)
+MULTIMODAL.update({"openbmb--MiniCPM-V-4.6": (1, 2), "openbmb--MiniCPMV4_7Config-defaults.synthetic": (1, 2),
+                   "openbmb--MiniCPM-OCR-MiniCPMV4_6Config-defaults.synthetic": (1, 2),
+                   "Qwen--Qwen3.8-Flash-Next.vl-4-layers.derived.synthetic": (1, 2),
+                   "moonshotai--Kimi-K3.derived-Kimi-Linear-48B.synthetic": (1, 2)})
 # PaliGemma (vmemplan/models/paligemma.py): SigLIP + linear projector over Gemma / Gemma-2
 MULTIMODAL.update({"google--paligemma-3b-pt-224.transcribed": (1, 2)})
 # Qwen audio models (vmemplan/models/qwen_audio.py: Whisper-style audio towers over Qwen2 / Qwen3)
