@@ -29,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from vmemplan.core.errors import ModelConfigError
 from vmemplan.core.graph import GraphContext, WeightTensor
 from vmemplan.laws import multimodal as mm_law
 from vmemplan.models.base import register
@@ -39,6 +40,11 @@ from vmemplan.models.multimodal import VisionEncoderMixin
 from vmemplan.models.vision_towers import _split, _vision
 
 __all__ = ["KimiK3", "kimi_k3_tower", "kimi_k3_vision"]
+
+#: Kimi-K3 text features KimiLinear does not model (vllm/models/kimi_k3/nvidia/model.py, 0.33.0):
+#: attention residual projections (KimiDecoderLayer), the latent MoE's routed_expert_down/up_proj
+#: (KimiMoE) and the MLA output gate (nvidia/mla.py)
+_UNMODELLED_TEXT = ("attn_res_block_size", "routed_expert_hidden_size", "mla_use_output_gate")
 
 #: vllm/transformers_utils/configs/kimi_k3.py::KimiK3VisionConfig defaults (0.33.0)
 _VISION_DEFAULTS: dict[str, Any] = {
@@ -126,7 +132,15 @@ class KimiK3(VisionEncoderMixin, KimiLinear):
         return {"image": kimi_vl_image_tokens(*KIMI_K25_DUMMY_IMAGE, patch_size=int(vc["patch_size"]),
                                               kernel=(int(k[0]), int(k[1])), in_token_limit=limit)}
 
+    def check_text_features(self) -> None:
+        """Refuse a text config using a K3 feature KimiLinear does not model (rather than under-count)."""
+        used = [k for k in _UNMODELLED_TEXT if self.config.text.get(k)]
+        if used:
+            raise ModelConfigError(f"Kimi-K3 text features {', '.join(used)} are not modelled yet",
+                                   hint="vmemplan plans Kimi-K3's vision tower over the Kimi-Linear feature set")
+
     def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
+        self.check_text_features()
         return KimiLinear.weight_tensors(self, ctx) + self.tower_tensors(self.config, ctx)
 
     def notes(self) -> tuple[str, ...]:
