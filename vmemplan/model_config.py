@@ -158,6 +158,11 @@ def _with_library_defaults(raw: Mapping[str, Any]) -> Mapping[str, Any]:
         return qwen3_vl_vision_defaults(_with_library_defaults(alpamayo2_super_flat(raw)))
     if raw.get("model_type") == "cosmos3_omni":
         return qwen3_vl_vision_defaults(raw)
+    if raw.get("model_type") in ("qwen2_5_omni", "qwen3_asr") and isinstance(raw.get("thinker_config"), Mapping):
+        # vLLM builds the thinker only, on hf_config.thinker_config (qwen2_5_omni_thinker.py /
+        # qwen3_asr.py); the talker and token2wav are not loaded (their weights map to None)
+        rest = {k: v for k, v in raw.items() if k != "thinker_config"}
+        return _with_library_defaults({**rest, **raw["thinker_config"], "architectures": raw.get("architectures")})
     if raw.get("model_type") == "colpali" and isinstance(raw.get("vlm_config"), Mapping):
         # ColPali builds PaliGemma on its vlm_config (colpali.py: vllm_config.with_hf_config(config.vlm_config))
         return _with_library_defaults({**raw["vlm_config"], **{k: v for k, v in raw.items() if k != "vlm_config"}})

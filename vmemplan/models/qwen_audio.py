@@ -7,6 +7,13 @@ in front of a Qwen decoder vmemplan plans.
   ``_mark_tower_model(..., "audio")``; ``language_model`` = Qwen2ForCausalLM on ``text_config``.
   The tower is a plain torch module (whole on every rank; the model does not declare
   ``supports_encoder_tp_data``, so ``--mm-encoder-tp-mode data`` falls back to ``weights``).
+* ``Qwen2_5OmniModel`` / ``Qwen2_5OmniForConditionalGeneration`` (both map to
+  qwen2_5_omni_thinker.py::Qwen2_5OmniThinkerForConditionalGeneration): the thinker only, on
+  ``thinker_config`` (the talker and token2wav weights map to None; vmemplan reads the thinker's
+  keys through model_config's flattening): ``audio_tower`` = transformers' Qwen2_5OmniAudioEncoder
+  (under ``_mark_tower_model(..., "audio")``), ``visual`` = qwen2_5_vl.py::Qwen2_5_VisionTransformer
+  (under ``{"image", "video"}``, split over TP like the decoder: no ``supports_encoder_tp_data``),
+  ``language_model`` = Qwen2ForCausalLM on ``text_config`` with M-RoPE;
 * a tower whose modality has ``--limit-mm-per-prompt`` 0 is not built
   (interfaces.py::SupportsMultiModal._mark_tower_model), nor on a pipeline stage after the first.
 """
@@ -21,9 +28,10 @@ from vmemplan.laws import multimodal as mm_law
 from vmemplan.models.audio_towers import audio_config, qwen2_audio_encoder, whisper_output_tokens
 from vmemplan.models.base import register
 from vmemplan.models.dense import Qwen2
-from vmemplan.models.multimodal import VisionEncoderMixin
+from vmemplan.models.multimodal import VisionEncoderMixin, _QwenVLBase
+from vmemplan.models.vision_towers import _vision, qwen2_5_vl_tower
 
-__all__ = ["Qwen2Audio"]
+__all__ = ["Qwen2Audio", "Qwen2_5OmniThinker"]
 
 #: WhisperFeatureExtractor of the Qwen2-Audio processor: 30 s chunks at 16 kHz, hop 160
 #: (Qwen2AudioProcessingInfo.get_mm_max_tokens_per_item: 3,000 mel frames → 750 tokens)
@@ -66,6 +74,44 @@ class Qwen2Audio(_AudioTower, Qwen2):
 
     def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
         out = super().weight_tensors(ctx)
+        if ctx.pipeline_rank == 0:
+            out += self.tower_tensors(self.config, ctx)
+        return out
+
+
+@register
+class Qwen2_5OmniThinker(_QwenVLBase, Qwen2):
+    """Qwen2.5-Omni's thinker: Qwen2 with M-RoPE + the Qwen2.5-VL vision tower + the
+    Qwen2_5OmniAudioEncoder (its own ``proj`` to the text width; no separate projector)."""
+
+    architectures = ("Qwen2_5OmniModel", "Qwen2_5OmniForConditionalGeneration")
+    modalities = ("audio", "image", "video")
+
+    def _on(self, ctx: GraphContext, *modalities: str) -> bool:
+        return any(mm_law.limit_for(ctx.limit_mm_per_prompt, m) > 0 for m in modalities)
+
+    def vision_weight_tensors(self, config: Any, ctx: GraphContext) -> list[WeightTensor]:
+        out: list[WeightTensor] = []
+        if self._on(ctx, "audio"):
+            out += qwen2_audio_encoder(audio_config(config.raw, config.architecture), omni=True)
+        if self._on(ctx, "image", "video"):
+            out += qwen2_5_vl_tower(_vision(config), ctx.tensor_parallel_size)
+        return out
+
+    def max_tokens_per_item(self, config: Any, ctx: GraphContext) -> dict[str, int]:
+        """Qwen2_5OmniThinkerProcessingInfo.get_mm_max_tokens_per_item: Qwen2.5-VL's image /
+        video figures and Qwen2-Audio's 750 tokens per 30 s clip."""
+        out = super().max_tokens_per_item(config, ctx)
+        if self._on(ctx, "audio"):
+            out["audio"] = whisper_output_tokens(WHISPER_MEL_FRAMES)
+        return out
+
+    def mm_profile(self, config: Any, ctx: GraphContext, **kw: Any) -> Any:
+        """No ``supports_encoder_tp_data``: ``--mm-encoder-tp-mode data`` falls back to ``weights``."""
+        return super().mm_profile(config, replace(ctx, mm_encoder_tp_mode="weights"), **kw)
+
+    def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
+        out = self._with_mrope(super().weight_tensors(ctx))
         if ctx.pipeline_rank == 0:
             out += self.tower_tensors(self.config, ctx)
         return out
