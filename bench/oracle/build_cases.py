@@ -75,7 +75,8 @@ MULTIMODAL.update({"openbmb--MiniCPM-V-4.6": (1, 2), "openbmb--MiniCPMV4_7Config
 MULTIMODAL.update({"google--paligemma-3b-pt-224.transcribed": (1, 2)})
 MULTIMODAL.update({"google--paligemma2-on-gemma-2-9b.derived": (1, 2)})  # the Gemma-2 decoder path
 # Qwen audio models (vmemplan/models/qwen_audio.py: Whisper-style audio towers over Qwen2 / Qwen3)
-MULTIMODAL.update({"Qwen--Qwen2-Audio-7B-Instruct.transcribed": (1, 2), "Qwen--Qwen2.5-Omni-3B.transcribed-trimmed": (1, 2)})
+MULTIMODAL.update({"Qwen--Qwen2-Audio-7B-Instruct.transcribed": (1, 2), "Qwen--Qwen2.5-Omni-3B.transcribed-trimmed": (1, 2),
+                   "Qwen--Qwen3-ASR-1.7B.transcribed-trimmed": (1, 2)})
 # SmolVLM (registry/architectures/multimodal_siglip.yaml: Idefics3 under another name)
 MULTIMODAL.update({"HuggingFaceTB--SmolVLMConfig-defaults.synthetic": (1, 2)})
 # Eagle 2.5-VL (vmemplan/models/eagle2_5_vl.py): the oracle copy reads as LlavaConfig (eagle_2_5_vl is remote code)

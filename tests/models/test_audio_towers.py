@@ -35,3 +35,10 @@ def test_qwen3_omni_audio_encoder_splits_layers_when_tp_divides_heads() -> None:
 
 def test_whisper_output_tokens() -> None:
     assert whisper_output_tokens(3000) == 750  # 30 s at hop 160: 3000 frames -> 1500 -> 750
+
+
+def test_qwen3_audio_tokens() -> None:
+    from vmemplan.models.qwen_audio import qwen3_audio_tokens
+
+    assert qwen3_audio_tokens(3000) == 390  # 30 windows of 100 frames, 13 tokens each
+    assert qwen3_audio_tokens(150) == 13 + 7  # 50 leftover frames: 25 -> 13 -> 7

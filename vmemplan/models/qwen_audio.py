@@ -14,6 +14,10 @@ in front of a Qwen decoder vmemplan plans.
   (under ``_mark_tower_model(..., "audio")``), ``visual`` = qwen2_5_vl.py::Qwen2_5_VisionTransformer
   (under ``{"image", "video"}``, split over TP like the decoder: no ``supports_encoder_tp_data``),
   ``language_model`` = Qwen2ForCausalLM on ``text_config`` with M-RoPE;
+* ``Qwen3ASRForConditionalGeneration`` (qwen3_asr.py): the thinker on ``thinker_config``:
+  ``audio_tower`` = qwen3_omni_moe_thinker.py::Qwen3OmniMoeAudioEncoder (its proj1 / proj2 are
+  the projector; layers split over TP when TP divides the encoder heads), ``language_model`` =
+  Qwen3ForCausalLM on ``text_config`` (M-RoPE from its rope_scaling);
 * a tower whose modality has ``--limit-mm-per-prompt`` 0 is not built
   (interfaces.py::SupportsMultiModal._mark_tower_model), nor on a pipeline stage after the first.
 """
@@ -25,13 +29,18 @@ from typing import Any
 
 from vmemplan.core.graph import GraphContext, WeightTensor
 from vmemplan.laws import multimodal as mm_law
-from vmemplan.models.audio_towers import audio_config, qwen2_audio_encoder, whisper_output_tokens
+from vmemplan.models.audio_towers import (
+    audio_config,
+    qwen2_audio_encoder,
+    qwen3_omni_audio_encoder,
+    whisper_output_tokens,
+)
 from vmemplan.models.base import register
-from vmemplan.models.dense import Qwen2
+from vmemplan.models.dense import Qwen2, Qwen3
 from vmemplan.models.multimodal import VisionEncoderMixin, _QwenVLBase
-from vmemplan.models.vision_towers import _vision, qwen2_5_vl_tower
+from vmemplan.models.vision_towers import _uses_mrope, _vision, mrope_cache_positions, qwen2_5_vl_tower
 
-__all__ = ["Qwen2Audio", "Qwen2_5OmniThinker"]
+__all__ = ["Qwen2Audio", "Qwen2_5OmniThinker", "Qwen3ASR"]
 
 #: WhisperFeatureExtractor of the Qwen2-Audio processor: 30 s chunks at 16 kHz, hop 160
 #: (Qwen2AudioProcessingInfo.get_mm_max_tokens_per_item: 3,000 mel frames → 750 tokens)
@@ -112,6 +121,40 @@ class Qwen2_5OmniThinker(_QwenVLBase, Qwen2):
 
     def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
         out = self._with_mrope(super().weight_tensors(ctx))
+        if ctx.pipeline_rank == 0:
+            out += self.tower_tensors(self.config, ctx)
+        return out
+
+
+def qwen3_audio_tokens(mel_frames: int) -> int:
+    """Qwen3-Omni / Qwen3-ASR encoder output length (qwen3_omni_moe_thinker.py::
+    _get_feat_extract_output_lengths): 13 tokens per 100-frame window plus the remainder's
+    three stride-2 convolutions."""
+    rest = mel_frames % 100
+    feat = (rest - 1) // 2 + 1
+    return ((feat - 1) // 2 + 1 - 1) // 2 + 1 + (mel_frames // 100) * 13
+
+
+@register
+class Qwen3ASR(_AudioTower, Qwen3):
+    """Qwen3-ASR: Qwen3 (M-RoPE) on ``text_config`` + the Qwen3-Omni audio encoder."""
+
+    architectures = ("Qwen3ASRForConditionalGeneration",)
+
+    def vision_weight_tensors(self, config: Any, ctx: GraphContext) -> list[WeightTensor]:
+        return qwen3_omni_audio_encoder(audio_config(config.raw, config.architecture), ctx.tensor_parallel_size)
+
+    def max_tokens_per_item(self, config: Any, ctx: GraphContext) -> dict[str, int]:
+        """The 30 s dummy clip (Qwen3ASRDummyInputsBuilder): 3,000 mel frames → 390 tokens."""
+        if mm_law.limit_for(ctx.limit_mm_per_prompt, "audio") <= 0:
+            return {}
+        return {"audio": qwen3_audio_tokens(WHISPER_MEL_FRAMES)}
+
+    def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
+        out = super().weight_tensors(ctx)
+        if _uses_mrope(self.config):  # MRotaryEmbedding cache: max_position x 4 rows (get_rope's default factor)
+            rows, dim = mrope_cache_positions(self.config)
+            out = [WeightTensor(t.name, t.kind, rows, dim) if t.name == "rotary_emb.cos_sin_cache" else t for t in out]
         if ctx.pipeline_rank == 0:
             out += self.tower_tensors(self.config, ctx)
         return out
