@@ -21,7 +21,6 @@ Cohere2VisionImageProcessor allows, ``max_patches`` (12 by default) tiles plus a
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from vmemplan.core.graph import GraphContext, WeightTensor
@@ -72,9 +71,6 @@ class Cohere2Vision(VisionEncoderMixin, Cohere):
         ]
         return out
 
-    def mm_profile(self, config: Any, ctx: GraphContext, **kw: Any) -> Any:
-        """No ``supports_encoder_tp_data``: vLLM runs the encoder in ``weights`` mode."""
-        return super().mm_profile(config, replace(ctx, mm_encoder_tp_mode="weights"), **kw)
 
     def max_tokens_per_item(self, config: Any, ctx: GraphContext) -> dict[str, int]:
         if mm_law.limit_for(ctx.limit_mm_per_prompt, "image") <= 0:

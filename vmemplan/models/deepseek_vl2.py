@@ -30,7 +30,6 @@ with the most tokens (a global 384² view of ``h × (w + 1)`` tokens plus the ti
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 from typing import Any
 
 from vmemplan.core.graph import GraphContext, WeightTensor, attention_scales
@@ -197,10 +196,6 @@ class DeepseekVL2(VisionEncoderMixin, DeepseekMLA):
         pc = config.raw.get("projector_config") or {}
         return siglip_so400m_timm_tower(ctx.tensor_parallel_size) + mlp_projector_tensors(pc)
 
-    def mm_profile(self, config: Any, ctx: GraphContext, **kw: Any) -> Any:
-        """vLLM falls back to ``--mm-encoder-tp-mode weights`` for a model without
-        ``supports_encoder_tp_data`` (vllm/config/model.py::ModelConfig.__post_init__, 0.33.0)."""
-        return super().mm_profile(config, replace(ctx, mm_encoder_tp_mode="weights"), **kw)
 
     def max_tokens_per_item(self, config: Any, ctx: GraphContext) -> dict[str, int]:
         cands = config.raw.get("candidate_resolutions") or [[VL2_TILE, VL2_TILE]]

@@ -25,7 +25,6 @@ Mirrors vllm/model_executor/models/gemma3n_mm.py::Gemma3nForConditionalGeneratio
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any
 
 from vmemplan.core.errors import ModelConfigError
@@ -275,10 +274,6 @@ class Gemma3nMM(VisionEncoderMixin, Gemma3n):
             out += gemma3n_audio_tower(ac) + gemma3n_embedder("embed_audio", ac, h, tp)
         return out
 
-    def mm_profile(self, config: Any, ctx: GraphContext, **kw: Any) -> Any:
-        """vLLM falls back to ``--mm-encoder-tp-mode weights`` for a model without
-        ``supports_encoder_tp_data`` (vllm/config/model.py::ModelConfig.__post_init__, 0.33.0)."""
-        return super().mm_profile(config, replace(ctx, mm_encoder_tp_mode="weights"), **kw)
 
     def max_tokens_per_item(self, config: Any, ctx: GraphContext) -> dict[str, int]:
         """256 per image, 188 per audio clip, fixed (Gemma3nProcessingInfo.get_max_tokens_per_item)."""

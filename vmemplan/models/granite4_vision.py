@@ -23,7 +23,6 @@ Mirrors vllm/model_executor/models/granite4_vision.py (0.33.0):
 
 from __future__ import annotations
 
-from dataclasses import replace
 from fractions import Fraction
 from typing import Any
 
@@ -104,9 +103,6 @@ class _GraniteVisionTower(VisionEncoderMixin):
     def encoder_output_width(self, config: Any) -> int:
         return config.hidden_size * (1 + self.ds_levels(config))
 
-    def mm_profile(self, config: Any, ctx: GraphContext, **kw: Any) -> Any:
-        """No ``supports_encoder_tp_data``: vLLM runs the encoder in ``weights`` mode."""
-        return super().mm_profile(config, replace(ctx, mm_encoder_tp_mode="weights"), **kw)
 
     def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
         cfg = self.config  # type: ignore[attr-defined]

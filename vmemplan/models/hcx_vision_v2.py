@@ -27,6 +27,8 @@ class HCXVisionV2(_QwenVLBase, HyperCLOVAX):
     (transformers 5 passes it down), so it decides the tied head.
     """
 
+    supports_encoder_tp_data = False  # HCXVisionV2ForCausalLM does not declare it (unlike Qwen2.5-VL)
+
     architectures = ("HCXVisionV2ForCausalLM",)
 
     def head_tied(self) -> bool:

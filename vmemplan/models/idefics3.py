@@ -22,7 +22,6 @@ tiles: 4 × 4 tiles plus the global image, 17) — an estimate; preprocessor_con
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from vmemplan.core.graph import GraphContext, WeightTensor
@@ -67,9 +66,6 @@ class Idefics3(VisionEncoderMixin, LlamaLike):
         # no supports_encoder_tp_data: --mm-encoder-tp-mode data falls back to weights (vllm/config/model.py)
         return idefics3_tower(_vision(config), ctx.tensor_parallel_size, config.hidden_size, self._scale())
 
-    def mm_profile(self, config: Any, ctx: GraphContext, **kw: Any) -> Any:
-        """No ``supports_encoder_tp_data``: vLLM runs the encoder in ``weights`` mode."""
-        return super().mm_profile(config, replace(ctx, mm_encoder_tp_mode="weights"), **kw)
 
     def max_tokens_per_item(self, config: Any, ctx: GraphContext) -> dict[str, int]:
         if mm_law.limit_for(ctx.limit_mm_per_prompt, "image") <= 0:

@@ -182,6 +182,8 @@ def internvl_projector(vit_hidden: int, text_hidden: int, shuffle: int, prefix: 
 class _InternVLTower(VisionEncoderMixin):
     """The tower half; combined with the language model's adapter by :func:`_with_language_model`."""
 
+    supports_encoder_tp_data = True  # declared by vLLM's model class (0.33.0)
+
     modalities = ("image", "video")
 
     @property

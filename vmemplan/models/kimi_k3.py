@@ -104,6 +104,8 @@ def kimi_k3_tower(vc: Mapping[str, Any], tp: int, text_hidden: int) -> list[Weig
 class KimiK3(VisionEncoderMixin, KimiLinear):
     """Kimi-K3: the Kimi-Linear decoder plus the K3 MoonViT3d tower and projector."""
 
+    supports_encoder_tp_data = True  # declared by vLLM's model class (0.33.0)
+
     architectures = ("KimiK3ForConditionalGeneration",)
     modalities = ("image",)  # _mark_tower_model(vllm_config, "image")
     attention_layer_name = "language_model.model.layers.{i}.self_attn.mla_attn"

@@ -94,6 +94,8 @@ def moonvit_tower(vc: Any, tp: int, text_hidden: int) -> list[WeightTensor]:
 class KimiVL(VisionEncoderMixin, DeepseekMLA):
     """Kimi-VL: the DeepSeek MLA/MoE decoder plus MoonViT and the replicated projector."""
 
+    supports_encoder_tp_data = True  # declared by vLLM's model class (0.33.0)
+
     architectures = ("KimiVLForConditionalGeneration",)
     modalities = ("image",)
 

@@ -18,7 +18,6 @@ vllm/model_executor/models/pixtral.py::PixtralHFVisionModel builds transformers'
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from vmemplan.core.graph import GraphContext, WeightTensor
@@ -46,14 +45,5 @@ class LightOnOCR(Mistral3, Qwen3):
     architectures = ("LightOnOCRForConditionalGeneration",)
 
     def vision_weight_tensors(self, config: Any, ctx: GraphContext) -> list[WeightTensor]:
-        return super().vision_weight_tensors(config, _weights_mode(ctx)) + pixtral_rotary_buffers(_vision(config))
-
-    def mm_profile(self, config: Any, ctx: GraphContext, **kw: Any) -> Any:
-        return super().mm_profile(config, _weights_mode(ctx), **kw)
-
-
-def _weights_mode(ctx: GraphContext) -> GraphContext:
-    """No ``supports_encoder_tp_data`` on the class (interfaces.py default False): vLLM falls back from
-    ``--mm-encoder-tp-mode data`` to ``weights`` (vllm/config/model.py::ModelConfig.__post_init__, 0.33.0),
-    so the tower stays split over TP."""
-    return replace(ctx, mm_encoder_tp_mode="weights")
+        # no supports_encoder_tp_data (the mixin's default): data mode runs as weights
+        return super().vision_weight_tensors(config, ctx) + pixtral_rotary_buffers(_vision(config))

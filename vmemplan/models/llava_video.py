@@ -24,7 +24,6 @@ that architecture's own adapter, combined with the tower (``internvl._with_langu
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from vmemplan.core.graph import GraphContext, WeightTensor
@@ -89,9 +88,6 @@ class _LlavaVideoTower(VisionEncoderMixin):
     def encoder_output_width(self, config: Any) -> int:
         return config.hidden_size
 
-    def mm_profile(self, config: Any, ctx: GraphContext, **kw: Any) -> Any:
-        """No ``supports_encoder_tp_data``: vLLM runs the encoder in ``weights`` mode."""
-        return super().mm_profile(config, replace(ctx, mm_encoder_tp_mode="weights"), **kw)
 
     def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
         return super().weight_tensors(ctx) + self.tower_tensors(self.config, ctx)  # type: ignore[misc]

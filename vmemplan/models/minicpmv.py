@@ -81,6 +81,7 @@ def minicpmv_resampler(embed: int, kv_dim: int, queries: int, version: tuple[int
 
 class _MiniCPMVTower(VisionEncoderMixin):
     modalities = ("image", "video")
+    supports_encoder_tp_data = True  # declared by vLLM's model class (minicpmv.py, 0.33.0)
 
     def version(self) -> tuple[int, ...]:
         return minicpmv_version(self.config.raw)  # type: ignore[attr-defined]

@@ -70,6 +70,8 @@ def minicpmv4_6_tower(vc: dict, text_hidden: int, tp: int, drop_last: bool) -> l
 class MiniCPMV4_6(VisionEncoderMixin, Qwen3_5):
     """MiniCPM-V 4.6 / 4.7 / MiniCPM-OCR: Qwen3.5's hybrid decoder plus the Idefics2 tower and mergers."""
 
+    supports_encoder_tp_data = True  # declared by vLLM's model class (0.33.0)
+
     architectures = ("MiniCPMV4_6ForConditionalGeneration", "MiniCPMV4_7ForConditionalGeneration",
                      "MiniCPMOcrForConditionalGeneration")
     modalities = ("image",)  # _mark_tower_model(vllm_config, {"image"}): video runs through the image path

@@ -86,6 +86,10 @@ class VisionEncoderMixin:
 
     modalities: tuple[str, ...] = ("image",)
     reads_max_model_len = True  # the encoder budget reads the context length
+    #: vLLM's ``SupportsMultiModal.supports_encoder_tp_data`` (interfaces.py, False unless a model
+    #: declares it): without it ``--mm-encoder-tp-mode data`` becomes ``weights``
+    #: (vllm/config/model.py, 0.33.0), for the tower's weights and the encoder profile alike
+    supports_encoder_tp_data: bool = False
     #: encoder input positions per output token, per modality (merge² for merged patches)
     patches_per_token: int = 1
 
@@ -111,13 +115,20 @@ class VisionEncoderMixin:
         (interfaces.py::SupportsMultiModal._mark_tower_model, 0.33.0)."""
         return any(mm_law.limit_for(ctx.limit_mm_per_prompt, m) > 0 for m in self.modalities)
 
+    def encoder_ctx(self, ctx: GraphContext) -> GraphContext:
+        """``ctx`` with the encoder TP mode vLLM runs (:attr:`supports_encoder_tp_data`)."""
+        if ctx.mm_encoder_tp_mode == "data" and not self.supports_encoder_tp_data:
+            return replace(ctx, mm_encoder_tp_mode="weights")
+        return ctx
+
     def tower_tensors(self, config: Any, ctx: GraphContext) -> list[WeightTensor]:
-        return self.vision_weight_tensors(config, ctx) if self.tower_built(ctx) else []
+        return self.vision_weight_tensors(config, self.encoder_ctx(ctx)) if self.tower_built(ctx) else []
 
     def mm_profile(self, config: Any, ctx: GraphContext, *, hidden_buffers: float = 3.0,
                    intermediate_buffers: float = 3.0) -> mm_law.MmProfile:
         """The encoder budget and the profile-time bytes for this deployment (see
         :func:`vmemplan.laws.multimodal.mm_profile`)."""
+        ctx = self.encoder_ctx(ctx)
         hidden, inter = self.encoder_dims(config)
         tokens = self.max_tokens_per_item(config, ctx) if self.tower_built(ctx) else {}
         return mm_law.mm_profile(
@@ -144,6 +155,7 @@ class VisionEncoderMixin:
 
 class _QwenVLBase(VisionEncoderMixin):
     modalities = ("image", "video")
+    supports_encoder_tp_data = True  # qwen2_vl.py, qwen2_5_vl.py, qwen3_vl.py (and their subclasses), glm4_1v.py
     #: rows of the M-RoPE cache per position: get_rope's default 4 (Qwen2-VL / Qwen2.5-VL);
     #: Qwen3-VL's decoder layers pass 1 from vLLM 0.32.0 unless video pruning is on
     #: (vllm/model_executor/models/qwen3_vl.py::mrope_positions_factor, added in 0.32.0; 0.31 has 4)
@@ -367,9 +379,6 @@ class Llava(VisionEncoderMixin, LlamaLike):
                     WeightTensor("multi_modal_projector.linear_2.bias", "encoder", h, 1)]
         return out
 
-    def mm_profile(self, config: Any, ctx: GraphContext, **kw: Any) -> Any:
-        """No ``supports_encoder_tp_data``: vLLM runs the encoder in ``weights`` mode."""
-        return super().mm_profile(config, replace(ctx, mm_encoder_tp_mode="weights"), **kw)
 
     def max_tokens_per_item(self, config: Any, ctx: GraphContext) -> dict[str, int]:
         """The tower's tokens (CLIP: patches + the class token, clip.py::CLIPEncoderInfo; SigLIP:

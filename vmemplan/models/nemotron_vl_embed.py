@@ -24,7 +24,6 @@ differ (an estimate for the encoder budget).
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from vmemplan.core.graph import GraphContext, WeightTensor
@@ -60,9 +59,6 @@ class _NemotronVLEmbedTower(_InternVLTower):
         return tower + internvl_projector(_need(vc, "hidden_size"), config.hidden_size, _shuffle_factor(config),
                                           "mlp1")
 
-    def mm_profile(self, config: Any, ctx: GraphContext, **kw: Any) -> Any:
-        """No ``supports_encoder_tp_data``: vLLM runs the encoder in ``weights`` mode."""
-        return super().mm_profile(config, replace(ctx, mm_encoder_tp_mode="weights"), **kw)
 
     def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
         """Plus ``input_norm`` (layers/fusion/mm_input_norm.py::FusedMMInputNorm): its ``weight`` and

@@ -20,7 +20,6 @@ in tokens (PaliGemmaProcessingInfo.get_num_image_tokens -> the SigLIP encoder in
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from vmemplan.core.graph import GraphContext, WeightTensor
@@ -76,9 +75,6 @@ class _PaliGemmaTower(VisionEncoderMixin):
     def encoder_output_width(self, config: Any) -> int:
         return config.hidden_size
 
-    def mm_profile(self, config: Any, ctx: GraphContext, **kw: Any) -> Any:
-        """No ``supports_encoder_tp_data``: vLLM runs the encoder in ``weights`` mode."""
-        return super().mm_profile(config, replace(ctx, mm_encoder_tp_mode="weights"), **kw)
 
     def max_tokens_per_item(self, config: Any, ctx: GraphContext) -> dict[str, int]:
         if mm_law.limit_for(ctx.limit_mm_per_prompt, "image") <= 0:

@@ -24,7 +24,6 @@ in front of a Qwen decoder vmemplan plans.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from vmemplan.core.graph import GraphContext, WeightTensor
@@ -56,10 +55,6 @@ class _AudioTower(VisionEncoderMixin):
         ac = audio_config(config.raw, config.architecture)
         return int(ac.get("d_model", 1280)), int(ac.get("encoder_ffn_dim", 5120))
 
-    def mm_profile(self, config: Any, ctx: GraphContext, **kw: Any) -> Any:
-        """No ``supports_encoder_tp_data``: vLLM falls back to ``--mm-encoder-tp-mode weights``
-        (vllm/config/model.py::ModelConfig.__post_init__, 0.33.0)."""
-        return super().mm_profile(config, replace(ctx, mm_encoder_tp_mode="weights"), **kw)
 
 
 @register
@@ -115,9 +110,6 @@ class Qwen2_5OmniThinker(_QwenVLBase, Qwen2):
             out["audio"] = whisper_output_tokens(WHISPER_MEL_FRAMES)
         return out
 
-    def mm_profile(self, config: Any, ctx: GraphContext, **kw: Any) -> Any:
-        """No ``supports_encoder_tp_data``: ``--mm-encoder-tp-mode data`` falls back to ``weights``."""
-        return super().mm_profile(config, replace(ctx, mm_encoder_tp_mode="weights"), **kw)
 
     def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
         out = self._with_mrope(super().weight_tensors(ctx))
