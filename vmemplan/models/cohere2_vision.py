@@ -43,12 +43,7 @@ class Cohere2Vision(VisionEncoderMixin, Cohere):
     architectures = ("Cohere2VisionForConditionalGeneration",)
     modalities = ("image",)
 
-    def _down(self) -> int:
-        return int(self.config.raw.get("downsample_factor", 2))
-
-    @property
-    def patches_per_token(self) -> int:  # type: ignore[override]
-        return self._down() ** 2
+    shuffle_key = "downsample_factor"
 
     def vision_weight_tensors(self, config: Any, ctx: GraphContext) -> list[WeightTensor]:
         vc = _vision(config)
@@ -62,7 +57,7 @@ class Cohere2Vision(VisionEncoderMixin, Cohere):
         ptp = ctx.tensor_parallel_size
         half = _split(inter, ptp, "projector width")
         h = config.hidden_size
-        d = self._down()
+        d = self.shuffle()
         out += [
             WeightTensor("multi_modal_projector.linear_1", "encoder", 2 * half, c * d * d),
             WeightTensor("multi_modal_projector.linear_1.bias", "encoder", 2 * half, 1),
@@ -76,7 +71,7 @@ class Cohere2Vision(VisionEncoderMixin, Cohere):
         if mm_law.limit_for(ctx.limit_mm_per_prompt, "image") <= 0:
             return {}
         vc = _vision(config)
-        per_tile = (_need(vc, "image_size") // _need(vc, "patch_size") // self._down()) ** 2
+        per_tile = (_need(vc, "image_size") // _need(vc, "patch_size") // self.shuffle()) ** 2
         return {"image": COHERE2_VISION_MAX_TILES * per_tile}
 
     def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:

@@ -30,7 +30,7 @@ from vmemplan.models.internvl import _InternVLTower, _shuffle_factor, _with_lang
 from vmemplan.models.paligemma import siglip_vision, siglip_with_positions
 from vmemplan.models.vision_towers import _need, _tower_tp
 
-__all__ = ["Eagle2_5_VL", "siglip_kept_layers"]
+__all__ = ["Eagle2_5_VL", "SiglipInternTower", "siglip_kept_layers"]
 
 
 def siglip_kept_layers(vc: Any, select_layer: int) -> int:
@@ -39,8 +39,10 @@ def siglip_kept_layers(vc: Any, select_layer: int) -> int:
     return total + select_layer + 1 if select_layer < 0 else select_layer + 1
 
 
-class _EagleTower(_InternVLTower):
-    """The tower half; combined with the ``text_config`` adapter by ``internvl._with_language_model``."""
+class SiglipInternTower(_InternVLTower):
+    """InternVL's tiling and ``mlp1`` over a SigLIP tower, images only (Eagle 2.5-VL, the
+    Llama-Nemotron-VL embedder); combined with the language model's adapter by
+    ``internvl._with_language_model``."""
 
     modalities = ("image",)
 
@@ -50,6 +52,14 @@ class _EagleTower(_InternVLTower):
     def tokens_per_tile(self, config: Any) -> int:
         return (self.tile_size(config) // int(siglip_vision(config)["patch_size"])) ** 2 // _shuffle_factor(config)
 
+    def max_tokens_per_item(self, config: Any, ctx: GraphContext) -> dict[str, int]:
+        """Images only (BaseInternVLProcessingInfo.get_supported_mm_limits)."""
+        return {k: v for k, v in super().max_tokens_per_item(config, ctx).items() if k == "image"}
+
+
+class _EagleTower(SiglipInternTower):
+    """Eagle 2.5-VL's tower half (supports_encoder_tp_data, as InternVL)."""
+
     def vision_weight_tensors(self, config: Any, ctx: GraphContext) -> list[WeightTensor]:
         vc = siglip_vision(config)
         layers = siglip_kept_layers(vc, int(config.raw.get("select_layer", -1)))
@@ -57,10 +67,6 @@ class _EagleTower(_InternVLTower):
                                       post_norm=layers == _need(vc, "num_hidden_layers"), prefix="vision_model.vision_model")
         return tower + internvl_projector(_need(vc, "hidden_size"), config.hidden_size, _shuffle_factor(config),
                                           "mlp1")
-
-    def max_tokens_per_item(self, config: Any, ctx: GraphContext) -> dict[str, int]:
-        """Images only (BaseInternVLProcessingInfo.get_supported_mm_limits)."""
-        return {k: v for k, v in super().max_tokens_per_item(config, ctx).items() if k == "image"}
 
 
 @register

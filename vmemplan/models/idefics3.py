@@ -55,23 +55,18 @@ class Idefics3(VisionEncoderMixin, LlamaLike):
     architectures = ("Idefics3ForConditionalGeneration",)
     modalities = ("image",)
 
-    def _scale(self) -> int:
-        return int(self.config.raw.get("scale_factor", 2))
-
-    @property
-    def patches_per_token(self) -> int:  # type: ignore[override]
-        return self._scale() ** 2
+    shuffle_key = "scale_factor"
 
     def vision_weight_tensors(self, config: Any, ctx: GraphContext) -> list[WeightTensor]:
         # no supports_encoder_tp_data: --mm-encoder-tp-mode data falls back to weights (vllm/config/model.py)
-        return idefics3_tower(_vision(config), ctx.tensor_parallel_size, config.hidden_size, self._scale())
+        return idefics3_tower(_vision(config), ctx.tensor_parallel_size, config.hidden_size, self.shuffle())
 
 
     def max_tokens_per_item(self, config: Any, ctx: GraphContext) -> dict[str, int]:
         if mm_law.limit_for(ctx.limit_mm_per_prompt, "image") <= 0:
             return {}
         vc = _vision(config)
-        per_tile = (_need(vc, "image_size") // _need(vc, "patch_size")) ** 2 // self._scale() ** 2
+        per_tile = (_need(vc, "image_size") // _need(vc, "patch_size")) ** 2 // self.shuffle() ** 2
         return {"image": IDEFICS3_MAX_TILES * per_tile}
 
     def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:

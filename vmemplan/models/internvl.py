@@ -243,6 +243,8 @@ class _ChatTower(_InternVLTower):
 
 
 class _HFTower(_InternVLTower):
+    supports_encoder_tp_data = False  # vLLM serves it as interns1.py::InternS1ForConditionalGeneration
+
     def vision_weight_tensors(self, config: Any, ctx: GraphContext) -> list[WeightTensor]:
         """InternS1VisionModel (every layer) and the projector.  InternS1 does not support
         ``--mm-encoder-tp-mode data`` (vLLM falls back to ``weights``), so the MLP is always split."""
@@ -270,7 +272,12 @@ def _language_model_class(config: Any) -> type[Adapter]:
 
 
 def _with_language_model(tower: type, config: Any) -> Adapter:
-    lm = _language_model_class(config)
+    return combined(tower, _language_model_class(config), config)
+
+
+def combined(tower: type, lm: type, config: Any) -> Adapter:
+    """An adapter of ``tower`` (a vision half) over the language model's adapter class ``lm``
+    (one class per pair, made once), built for ``config``."""
     key = (tower, lm)
     if key not in _COMBINED:
         _COMBINED[key] = type(f"{tower.__name__.strip('_')}[{lm.__name__}]", (tower, lm), {"family": lm.family})

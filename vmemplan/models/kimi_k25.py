@@ -55,6 +55,16 @@ def kimi_k25_vision(vc: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def dummy_image_tokens(config: Any, vc: Mapping[str, Any]) -> int:
+    """Tokens of the 3000 x 3000 dummy image (kimi_k25.py::MaxImageTokenMeta) as Kimi-VL counts
+    them, ``vc`` being the tower's sizes as vLLM reads them (``in_token_limit`` 4096 unless the
+    config names it)."""
+    limit = int(_vision(config).get("in_token_limit", config.raw.get("in_token_limit", KIMI_VL_IN_TOKEN_LIMIT)))
+    k = vc["merge_kernel_size"]
+    return kimi_vl_image_tokens(*KIMI_K25_DUMMY_IMAGE, patch_size=int(vc["patch_size"]),
+                                kernel=(int(k[0]), int(k[1])), in_token_limit=limit)
+
+
 @register
 class KimiK25(KimiVL):
     """Kimi-K2.5: KimiVL's MoonViT tower and projector plus the temporal position buffer."""
@@ -88,11 +98,7 @@ class KimiK25(KimiVL):
         (media_tokens_calculator) may allow more."""
         if not self.tower_built(ctx):
             return {}
-        vc = kimi_k25_vision(_vision(config))
-        limit = int(_vision(config).get("in_token_limit", config.raw.get("in_token_limit", KIMI_VL_IN_TOKEN_LIMIT)))
-        k = vc["merge_kernel_size"]
-        return {"vision_chunk": kimi_vl_image_tokens(*KIMI_K25_DUMMY_IMAGE, patch_size=int(vc["patch_size"]),
-                                                     kernel=(int(k[0]), int(k[1])), in_token_limit=limit)}
+        return {"vision_chunk": dummy_image_tokens(config, kimi_k25_vision(_vision(config)))}
 
     def notes(self) -> tuple[str, ...]:
         return ("vision_chunk tokens per item estimated from a 3000 x 3000 image with in_token_limit 4096 "

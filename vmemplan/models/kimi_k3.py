@@ -34,8 +34,7 @@ from vmemplan.core.graph import GraphContext, WeightTensor
 from vmemplan.laws import multimodal as mm_law
 from vmemplan.models.base import register
 from vmemplan.models.hybrid_kimi import KimiLinear
-from vmemplan.models.kimi_k25 import KIMI_K25_DUMMY_IMAGE
-from vmemplan.models.kimi_vl import KIMI_VL_IN_TOKEN_LIMIT, kimi_vl_image_tokens
+from vmemplan.models.kimi_k25 import dummy_image_tokens
 from vmemplan.models.multimodal import VisionEncoderMixin
 from vmemplan.models.vision_towers import _split, _vision
 
@@ -128,11 +127,7 @@ class KimiK3(VisionEncoderMixin, KimiLinear):
         counted as Kimi-VL counts it (``in_token_limit`` 4096 unless the config names it)."""
         if mm_law.limit_for(ctx.limit_mm_per_prompt, "image") <= 0:
             return {}
-        vc = kimi_k3_vision(_vision(config))
-        limit = int(_vision(config).get("in_token_limit", config.raw.get("in_token_limit", KIMI_VL_IN_TOKEN_LIMIT)))
-        k = vc["merge_kernel_size"]
-        return {"image": kimi_vl_image_tokens(*KIMI_K25_DUMMY_IMAGE, patch_size=int(vc["patch_size"]),
-                                              kernel=(int(k[0]), int(k[1])), in_token_limit=limit)}
+        return {"image": dummy_image_tokens(config, kimi_k3_vision(_vision(config)))}
 
     def check_text_features(self) -> None:
         """Refuse a text config using a K3 feature KimiLinear does not model (rather than under-count)."""

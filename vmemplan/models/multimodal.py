@@ -90,8 +90,18 @@ class VisionEncoderMixin:
     #: declares it): without it ``--mm-encoder-tp-mode data`` becomes ``weights``
     #: (vllm/config/model.py, 0.33.0), for the tower's weights and the encoder profile alike
     supports_encoder_tp_data: bool = False
-    #: encoder input positions per output token, per modality (merge² for merged patches)
-    patches_per_token: int = 1
+    #: the config key of a square pixel-shuffle / downsample factor ``f`` (tower patches merged
+    #: ``f × f`` into one token); None: no such factor, ``patches_per_token`` as set
+    shuffle_key: str | None = None
+    shuffle_default: int = 2
+
+    def shuffle(self) -> int:
+        return int(self.config.raw.get(self.shuffle_key, self.shuffle_default))  # type: ignore[attr-defined]
+
+    @property
+    def patches_per_token(self) -> int:
+        """Encoder input positions per output token (``f²`` for a shuffle factor, else 1)."""
+        return self.shuffle() ** 2 if self.shuffle_key else 1
 
     # -- to override -------------------------------------------------------------------
     def vision_weight_tensors(self, config: Any, ctx: GraphContext) -> list[WeightTensor]:  # pragma: no cover

@@ -28,23 +28,18 @@ from typing import Any
 
 from vmemplan.core.graph import GraphContext, WeightTensor
 from vmemplan.models.base import Adapter, register
-from vmemplan.models.internvl import _InternVLTower, _shuffle_factor, _with_language_model, internvl_projector
+from vmemplan.models.eagle2_5_vl import SiglipInternTower
+from vmemplan.models.internvl import _shuffle_factor, _with_language_model, internvl_projector
 from vmemplan.models.paligemma import siglip_vision, siglip_with_positions
 from vmemplan.models.vision_towers import _need
 
 __all__ = ["LlamaNemotronVLEmbed"]
 
 
-class _NemotronVLEmbedTower(_InternVLTower):
+class _NemotronVLEmbedTower(SiglipInternTower):
     """The tower half; combined with the ``llm_config`` adapter by ``internvl._with_language_model``."""
 
-    modalities = ("image",)
-
-    def tile_size(self, config: Any) -> int:
-        return int(config.raw.get("force_image_size") or siglip_vision(config)["image_size"])
-
-    def tokens_per_tile(self, config: Any) -> int:
-        return (self.tile_size(config) // int(siglip_vision(config)["patch_size"])) ** 2 // _shuffle_factor(config)
+    supports_encoder_tp_data = False  # nemotron_vl.py's class does not declare it (InternVL's does)
 
     def max_tiles(self, config: Any) -> int:
         raw = config.raw
@@ -71,9 +66,6 @@ class _NemotronVLEmbedTower(_InternVLTower):
             WeightTensor("input_norm.bias", "buffer", 3, 1, dtype="float32"),
         ]
 
-    def max_tokens_per_item(self, config: Any, ctx: GraphContext) -> dict[str, int]:
-        """Images only (BaseInternVLProcessingInfo.get_supported_mm_limits)."""
-        return {k: v for k, v in super().max_tokens_per_item(config, ctx).items() if k == "image"}
 
 
 @register

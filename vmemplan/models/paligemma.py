@@ -25,6 +25,7 @@ from typing import Any
 from vmemplan.core.graph import GraphContext, WeightTensor
 from vmemplan.laws import multimodal as mm_law
 from vmemplan.models.base import Adapter, adapter_class, register
+from vmemplan.models.internvl import combined
 from vmemplan.models.multimodal import VisionEncoderMixin
 from vmemplan.models.vision_towers import _need, _vision, siglip_tower
 
@@ -86,16 +87,10 @@ class _PaliGemmaTower(VisionEncoderMixin):
         return super().weight_tensors(ctx) + self.tower_tensors(self.config, ctx)  # type: ignore[misc]
 
 
-_COMBINED: dict[tuple[type, type], type] = {}
-
-
 def _combined(tower: type, lm_arch: str, config: Any) -> Adapter:
     lm = adapter_class(lm_arch)
     assert lm is not None, lm_arch
-    key = (tower, lm)
-    if key not in _COMBINED:
-        _COMBINED[key] = type(f"{tower.__name__.strip('_')}[{lm.__name__}]", (tower, lm), {"family": lm.family})
-    return _COMBINED[key](config)
+    return combined(tower, lm, config)
 
 
 @register

@@ -55,6 +55,15 @@ class _AudioTower(VisionEncoderMixin):
         ac = audio_config(config.raw, config.architecture)
         return int(ac.get("d_model", 1280)), int(ac.get("encoder_ffn_dim", 5120))
 
+    def clip_tokens(self) -> int:  # pragma: no cover - each tower's
+        raise NotImplementedError
+
+    def max_tokens_per_item(self, config: Any, ctx: GraphContext) -> dict[str, int]:
+        """One dummy 30 s clip (WHISPER_MEL_FRAMES mel frames), while audio is allowed."""
+        if mm_law.limit_for(ctx.limit_mm_per_prompt, "audio") <= 0:
+            return {}
+        return {"audio": self.clip_tokens()}
+
 
 
 @register
@@ -71,10 +80,8 @@ class Qwen2Audio(_AudioTower, Qwen2):
         return qwen2_audio_encoder(ac) + [WeightTensor("multi_modal_projector.linear", "encoder", h, d),
                                           WeightTensor("multi_modal_projector.linear.bias", "encoder", h, 1)]
 
-    def max_tokens_per_item(self, config: Any, ctx: GraphContext) -> dict[str, int]:
-        if mm_law.limit_for(ctx.limit_mm_per_prompt, "audio") <= 0:
-            return {}
-        return {"audio": whisper_output_tokens(WHISPER_MEL_FRAMES)}
+    def clip_tokens(self) -> int:
+        return whisper_output_tokens(WHISPER_MEL_FRAMES)
 
     def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
         out = super().weight_tensors(ctx)
@@ -90,6 +97,7 @@ class Qwen2_5OmniThinker(_QwenVLBase, Qwen2):
 
     architectures = ("Qwen2_5OmniModel", "Qwen2_5OmniForConditionalGeneration")
     modalities = ("audio", "image", "video")
+    supports_encoder_tp_data = False  # the thinker does not declare it (unlike Qwen2.5-VL)
 
     def _on(self, ctx: GraphContext, *modalities: str) -> bool:
         return any(mm_law.limit_for(ctx.limit_mm_per_prompt, m) > 0 for m in modalities)
@@ -136,11 +144,9 @@ class Qwen3ASR(_AudioTower, Qwen3):
     def vision_weight_tensors(self, config: Any, ctx: GraphContext) -> list[WeightTensor]:
         return qwen3_omni_audio_encoder(audio_config(config.raw, config.architecture), ctx.tensor_parallel_size)
 
-    def max_tokens_per_item(self, config: Any, ctx: GraphContext) -> dict[str, int]:
+    def clip_tokens(self) -> int:
         """The 30 s dummy clip (Qwen3ASRDummyInputsBuilder): 3,000 mel frames → 390 tokens."""
-        if mm_law.limit_for(ctx.limit_mm_per_prompt, "audio") <= 0:
-            return {}
-        return {"audio": qwen3_audio_tokens(WHISPER_MEL_FRAMES)}
+        return qwen3_audio_tokens(WHISPER_MEL_FRAMES)
 
     def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
         out = super().weight_tensors(ctx)
