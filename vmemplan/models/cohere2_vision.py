@@ -41,14 +41,11 @@ class Cohere2Vision(VisionEncoderMixin, Cohere):
     """Cohere2 decoder on ``text_config`` plus SigLIP and the TP-split SwiGLU projector."""
 
     architectures = ("Cohere2VisionForConditionalGeneration",)
-    modalities = ("image",)
-
-    shuffle_key = "downsample_factor"
+    shuffle_key = "downsample_factor"  # the projector takes downsample_factor² patches a token
 
     def vision_weight_tensors(self, config: Any, ctx: GraphContext) -> list[WeightTensor]:
-        vc = _vision(config)
-        tp = ctx.tensor_parallel_size  # no supports_encoder_tp_data: "data" falls back to weights (config/model.py)
-        out = siglip_tower({"num_channels": 3, **vc}, tp, post_norm=True)
+        vc = _vision(config)  # ctx: the tower's TP mode (no supports_encoder_tp_data: weights)
+        out = siglip_tower({"num_channels": 3, **vc}, ctx.tensor_parallel_size, post_norm=True)
         npos = (_need(vc, "image_size") // _need(vc, "patch_size")) ** 2
         out.append(WeightTensor("vision_tower.vision_model.embeddings.position_ids", "buffer", 1, npos,
                                 dtype="int64"))

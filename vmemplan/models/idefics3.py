@@ -53,7 +53,6 @@ class Idefics3(VisionEncoderMixin, LlamaLike):
     """Idefics3: the Llama decoder on ``text_config`` plus the Idefics2 tower and the connector."""
 
     architectures = ("Idefics3ForConditionalGeneration",)
-    modalities = ("image",)
 
     shuffle_key = "scale_factor"
 
