@@ -64,7 +64,8 @@ def _square(v: Any) -> int:
     return int(v[0]) if isinstance(v, (list, tuple)) else int(v)
 
 
-def intern_vit_tower(vc: Mapping[str, Any], tp: int, layers: int, prefix: str = "vision_model") -> list[WeightTensor]:
+def intern_vit_tower(vc: Mapping[str, Any], tp: int, layers: int, prefix: str = "vision_model",
+                     dummy_heads: int = 0) -> list[WeightTensor]:
     """intern_vit.py::InternVisionModel (0.33.0), ``layers`` encoder layers.
 
     Embeddings: ``class_embedding`` [c], Conv2d patch embed (3 channels, bias), a position table
@@ -79,6 +80,7 @@ def intern_vit_tower(vc: Mapping[str, Any], tp: int, layers: int, prefix: str = 
     patch = _need(vc, "patch_size")
     size = _need(vc, "image_size")
     hd = c // heads
+    heads += dummy_heads  # ``num_dummy_heads`` (NVLM-D: 7) widen qkv/proj/q_norm/k_norm
     attn_tp = tp if heads % tp == 0 else 1
     q = heads // attn_tp * hd
     i = _split(inter, tp, "MLP width")
