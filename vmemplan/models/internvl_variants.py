@@ -64,11 +64,15 @@ class NVLMD(_NVLMTower, Adapter):
         return _with_language_model(_NVLMTower, config)
 
 
+class _SkyworkTower(_ImageOnlyTower):
+    supports_encoder_tp_data = False  # skyworkr1v.py's class does not declare it (InternVL's does)
+
+
 @register
-class SkyworkR1VChat(_ImageOnlyTower, Adapter):
+class SkyworkR1VChat(_SkyworkTower, Adapter):
     """``SkyworkR1VChatModel``: InternVL's tower and ``mlp1`` + the ``llm_config`` model."""
 
     architectures = ("SkyworkR1VChatModel",)
 
     def __new__(cls, config: Any) -> Any:
-        return _with_language_model(_ImageOnlyTower, config)
+        return _with_language_model(_SkyworkTower, config)
