@@ -15,7 +15,8 @@ from typing import Any
 from vmemplan.core.errors import UsageError
 from vmemplan.result import MemoryPlan
 
-__all__ = ["plan", "plan_from_flags", "resolve_request", "plan_with_request", "SpeedSetup", "speed_setup"]
+__all__ = ["plan", "plan_from_flags", "resolve_request", "plan_with_request", "SpeedSetup", "speed_setup",
+           "concurrency_speed_rows"]
 
 
 def resolve_request(*, spinner: bool = False, **flags: Any) -> Any:
@@ -119,3 +120,28 @@ def speed_setup(req: Any, plan: MemoryPlan) -> SpeedSetup:
         "(registry/speed.yaml)",
     )
     return SpeedSetup(model, gpu, constants, notes, None)
+
+
+def concurrency_speed_rows(req: Any, plan: MemoryPlan, setup: SpeedSetup, reference_tokens: int,
+                           prompt_tokens: int | None, mm_tokens: int = 0,
+                           ) -> tuple[list[dict[str, Any]] | None, tuple[int, int] | None]:
+    """The speed table of ``vmemplan concurrency`` (estimates) and its (context tokens, TTFT prompt
+    tokens): decode ITL, output tokens/s and TTFT for batch sizes up to the concurrency at the
+    reference length (capped at max_model_len); (None, None) when the speed model cannot run or
+    vLLM would not start."""
+    if not (setup.ok and plan.verdict.starts):
+        return None, None
+    from vmemplan.concurrency import concurrency_at
+    from vmemplan.sim.speed import latency_table, prefill_time_s
+
+    mml = req.max_model_len
+    ctx_tokens = min(reference_tokens, mml)
+    prompt_for_ttft = max(min(prompt_tokens or ctx_tokens, mml), 1) + (mm_tokens if prompt_tokens else 0)
+    cap = max(concurrency_at(plan, ctx_tokens), 1)
+    batches = sorted({b for b in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048) if b <= cap} | {cap})
+    rows = latency_table(batches, ctx_tokens, setup.model, setup.gpu, setup.constants)
+    speed_rows = [{"batch": r.batch, "itl_ms": r.itl_ms, "throughput_tokens_per_s": r.throughput_tokens_per_s,
+                   "ttft_ms": prefill_time_s(r.batch * prompt_for_ttft, setup.model, setup.gpu, setup.constants,
+                                             max_num_batched_tokens=req.max_num_batched_tokens) * 1e3}
+                  for r in rows]
+    return speed_rows, (ctx_tokens, prompt_for_ttft)

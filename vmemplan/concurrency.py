@@ -53,6 +53,7 @@ __all__ = [
     "binding_limit",
     "crossover_tokens",
     "default_lengths",
+    "request_shapes",
     "concurrency_rows",
     "concurrency_report",
     "report_from_plan",
@@ -126,6 +127,23 @@ def default_lengths(max_model_len: int, *, smallest: int = 64) -> tuple[int, ...
         n *= 2
     out.append(max_model_len)
     return tuple(out)
+
+
+def request_shapes(lengths: Sequence[int] | None, max_model_len: int, mm_tokens: int = 0,
+                   extra: RequestShape | None = None) -> list[RequestShape]:
+    """The rows to tabulate: ``lengths`` (each plus ``mm_tokens`` vision tokens), else the default
+    lengths with the vision tokens inside them; ``extra`` takes the place of the row of its length."""
+    if lengths:
+        shapes = [RequestShape(n, n, mm_tokens) for n in lengths]
+    elif mm_tokens:
+        shapes = [RequestShape(n - mm_tokens, n - mm_tokens, mm_tokens) for n in default_lengths(max_model_len)
+                  if n - mm_tokens >= 1]
+    else:
+        shapes = [RequestShape(n, n) for n in default_lengths(max_model_len)]
+    if extra is not None:
+        shapes = sorted([s for s in shapes if s.request_tokens != extra.request_tokens] + [extra],
+                        key=lambda s: s.request_tokens)
+    return shapes
 
 
 # --------------------------------------------------------------------------------------

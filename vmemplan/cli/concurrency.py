@@ -137,8 +137,8 @@ def concurrency(
 
         vmemplan concurrency meta-llama/Llama-3.1-8B --gpu h100 --simulate --requests 60 --prompt-tokens 500:3000 --output-tokens 150:400
     """
-    from vmemplan.api import plan_with_request, speed_setup
-    from vmemplan.concurrency import RequestShape, default_lengths, report_from_plan
+    from vmemplan.api import concurrency_speed_rows, plan_with_request, speed_setup
+    from vmemplan.concurrency import report_from_plan, request_shapes
 
     req, plan = plan_with_request(model=model, gpu=gpu, spinner=True, **engine)
     mml = req.max_model_len
@@ -147,48 +147,15 @@ def concurrency(
     prompt_dist, prompt_n = _dist_upper(prompt_tokens)
     output_dist, output_n = _dist_upper(output_tokens)
     notes: list[str] = []
-    if lengths:
-        shapes = [RequestShape(n, n, mm_tokens) for n in parse_lengths(lengths)]
-    else:
-        shapes = [RequestShape(n - mm_tokens, n - mm_tokens, mm_tokens) for n in default_lengths(mml)
-                  if n - mm_tokens >= 1] if mm_tokens else [RequestShape(n, n) for n in default_lengths(mml)]
-    pair_total = None
-    if prompt_tokens is not None or output_tokens is not None:
-        p = prompt_n if prompt_tokens is not None else 0
-        o = output_n if output_tokens is not None else 0
-        if p is None or o is None:
-            notes.append("an unbounded length distribution has no single row; simulate it with --simulate")
-        elif p + o >= 1:
-            pair_total = p + o + mm_tokens
-            label = f"{p:,} + {o:,}" + (" (largest draw)" if not (
-                (prompt_dist is None or prompt_n == getattr(prompt_dist, "tokens", None))
-                and (output_dist is None or output_n == getattr(output_dist, "tokens", None))) else "")
-            shapes = [s for s in shapes if s.request_tokens != pair_total]
-            shapes.append(RequestShape(p + o, max(p, 1), mm_tokens, label=label))
-            shapes.sort(key=lambda s: s.request_tokens)
-    reference = request_tokens or pair_total or mml
+    asked = parse_lengths(lengths) if lengths else None
+    pair = _pair_row(prompt_tokens, output_tokens, prompt_dist, prompt_n, output_dist, output_n, mm_tokens, notes)
+    shapes = request_shapes(asked, mml, mm_tokens, pair)
+    reference = request_tokens or (pair.request_tokens if pair is not None else None) or mml
     report = report_from_plan(plan, shapes, reference_tokens=reference, notes=notes)
 
-    # --- speed model -------------------------------------------------------------------------
     setup = speed_setup(req, plan)
-    speed_rows: list[dict[str, Any]] | None = None
-    speed_context = None
-    if setup.ok and plan.verdict.starts:
-        from vmemplan.concurrency import concurrency_at
-        from vmemplan.sim.speed import latency_table, prefill_time_s
+    speed_rows, speed_context = concurrency_speed_rows(req, plan, setup, reference, prompt_n, mm_tokens)
 
-        ctx_tokens = min(reference, mml)
-        prompt_for_ttft = max(min(prompt_n or ctx_tokens, mml), 1) + (mm_tokens if prompt_n else 0)
-        cap = max(concurrency_at(plan, ctx_tokens), 1)
-        batches = sorted({b for b in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048) if b <= cap} | {cap})
-        rows = latency_table(batches, ctx_tokens, setup.model, setup.gpu, setup.constants)
-        speed_rows = [{"batch": r.batch, "itl_ms": r.itl_ms, "throughput_tokens_per_s": r.throughput_tokens_per_s,
-                       "ttft_ms": prefill_time_s(r.batch * prompt_for_ttft, setup.model, setup.gpu, setup.constants,
-                                                 max_num_batched_tokens=req.max_num_batched_tokens) * 1e3}
-                      for r in rows]
-        speed_context = (ctx_tokens, prompt_for_ttft)
-
-    # --- simulation ----------------------------------------------------------------------------
     sim = timed = sim_json = None
     if simulate:
         sim, timed, sim_json = _simulate(plan, setup, requests, prompt_tokens or "1000", output_tokens or "300",
@@ -199,37 +166,73 @@ def concurrency(
     gates = evaluate_gates(plan, min_concurrency=min_concurrency, min_kv_tokens=min_kv_tokens,
                            request_tokens=request_tokens or reference, gate_on=gate_on.value)
     if output_format is ConcurrencyFormat.json:
-        from vmemplan.render.concurrency import concurrency_json
-        from vmemplan.render.json_out import dumps
-
-        data = concurrency_json(report, plan, simulation=sim_json, speed=speed_rows, mm=mm_info)
-        data["speed_model"] = {"estimate": True, "notes": list(setup.notes), "unavailable": setup.reason}
-        data["verdict"] = {"starts": plan.verdict.starts, "reason": plan.verdict.reason,
-                           "outcome": plan.verdict.outcome}
-        data["gates"] = [g.to_json() for g in gates]
-        emit(dumps(data))
+        _emit_json(report, plan, setup, gates, sim_json, speed_rows, mm_info)
     elif output_format is ConcurrencyFormat.table:
-        from vmemplan.render.concurrency import render_concurrency
-
-        out = console(no_color=no_color)
-        if not plan.verdict.starts:
-            from rich.text import Text
-
-            out.print(Text(f"✘ vLLM would not start: {plan.verdict.reason}", style="bold red"))
-        out.print(render_concurrency(report, plan, sim=sim, timed=timed, sim_json=sim_json, speed_rows=speed_rows,
-                                     speed_context=speed_context, speed_notes=setup.notes,
-                                     speed_reason=setup.reason, mm_note=mm_note))
+        _print_table(report, plan, setup, no_color, sim=sim, timed=timed, sim_json=sim_json, speed_rows=speed_rows,
+                     speed_context=speed_context, mm_note=mm_note)
     else:
         assert_never(output_format)
     if not plan.verdict.starts:
-        from vmemplan.advice import find_fixes
-        from vmemplan.cli._common import report as report_error
-        from vmemplan.render.hints import fix_hint
-
-        report_error(f"vLLM would not start: {plan.verdict.reason}",
-                     hint=fix_hint(find_fixes(dict(model=model, gpu=gpu, **engine), plan)))
-        raise typer.Exit(3)
+        _refuse_start(plan, model=model, gpu=gpu, engine=engine)
     fail_gates(gates, model=model, gpu=gpu, engine=engine)
+
+
+def _pair_row(prompt_tokens: str | None, output_tokens: str | None, prompt_dist: Any, prompt_n: int | None,
+              output_dist: Any, output_n: int | None, mm_tokens: int, notes: list[str]) -> Any:
+    """The row of the --prompt-tokens + --output-tokens request (a distribution's largest draw),
+    or None; an unbounded distribution adds a note instead."""
+    from vmemplan.concurrency import RequestShape
+
+    if prompt_tokens is None and output_tokens is None:
+        return None
+    p = prompt_n if prompt_tokens is not None else 0
+    o = output_n if output_tokens is not None else 0
+    if p is None or o is None:
+        notes.append("an unbounded length distribution has no single row; simulate it with --simulate")
+        return None
+    if p + o < 1:
+        return None
+    label = f"{p:,} + {o:,}" + (" (largest draw)" if not (
+        (prompt_dist is None or prompt_n == getattr(prompt_dist, "tokens", None))
+        and (output_dist is None or output_n == getattr(output_dist, "tokens", None))) else "")
+    return RequestShape(p + o, max(p, 1), mm_tokens, label=label)
+
+
+def _emit_json(report: Any, plan: Any, setup: Any, gates: Any, sim_json: dict[str, Any] | None,
+               speed_rows: list[dict[str, Any]] | None, mm_info: dict[str, Any] | None) -> None:
+    from vmemplan.render.concurrency import concurrency_json
+    from vmemplan.render.json_out import dumps
+
+    data = concurrency_json(report, plan, simulation=sim_json, speed=speed_rows, mm=mm_info)
+    data["speed_model"] = {"estimate": True, "notes": list(setup.notes), "unavailable": setup.reason}
+    data["verdict"] = {"starts": plan.verdict.starts, "reason": plan.verdict.reason,
+                       "outcome": plan.verdict.outcome}
+    data["gates"] = [g.to_json() for g in gates]
+    emit(dumps(data))
+
+
+def _print_table(report: Any, plan: Any, setup: Any, no_color: bool, **parts: Any) -> None:
+    """The tables (``parts``: the simulation, speed rows and vision note), after a refusal line
+    when vLLM would not start."""
+    from vmemplan.render.concurrency import render_concurrency
+
+    out = console(no_color=no_color)
+    if not plan.verdict.starts:
+        from rich.text import Text
+
+        out.print(Text(f"✘ vLLM would not start: {plan.verdict.reason}", style="bold red"))
+    out.print(render_concurrency(report, plan, speed_notes=setup.notes, speed_reason=setup.reason, **parts))
+
+
+def _refuse_start(plan: Any, *, model: str, gpu: str | None, engine: dict[str, Any]) -> None:
+    """Report why vLLM would not start, with the fixes that would, and exit 3."""
+    from vmemplan.advice import find_fixes
+    from vmemplan.cli._common import report as report_error
+    from vmemplan.render.hints import fix_hint
+
+    report_error(f"vLLM would not start: {plan.verdict.reason}",
+                 hint=fix_hint(find_fixes(dict(model=model, gpu=gpu, **engine), plan)))
+    raise typer.Exit(3)
 
 
 def check_gates(plan: Any, report: Any, min_concurrency: int | None, at_tokens: int, min_kv_tokens: int | None) -> None:
