@@ -428,48 +428,69 @@ def _cuda_graph_term(w: _Walk, old: Setting, new: Setting) -> None:
 def _pool_result(startup: Startup, changes: dict[str, str], base: Baseline, old: Setting, new: Setting,
                  K_new: int, link: ModelLink | None, steps: list[str], measured: list[str],
                  estimated: list[str], p_old: Steps | None = None, p_new: Steps | None = None) -> WhatIf:
+    """The pool at the new settings: the model's own KV layout when it is linked and agrees with
+    the log, else the log's bytes per block, scaled."""
+    pool = _model_pool(startup, old, K_new, steps, p_old, p_new) if link is not None else None
+    if pool is not None and link is not None:
+        return _pool_from_model(changes, new, K_new, pool, link, steps, measured, estimated)
+    return _pool_from_log(startup, changes, old, new, K_new, steps, measured, estimated)
+
+
+def _model_pool(startup: Startup, old: Setting, K_new: int, steps: list[str], p_old: Steps | None,
+                p_new: Steps | None) -> Any:
+    """The linked model's pool for ``K_new`` bytes, or None when it cannot be planned or its block
+    disagrees with the log's."""
+    if p_old is None or p_new is None:
+        return None
+    f = startup.figures
+    try:
+        pool_old = p_old.pool(1 << 40)
+        pool = p_new.pool(max(K_new, 0))
+    except VmemplanError as error:
+        steps.append(f"the model's KV layout could not be planned ({error.message}); the log's bytes per block"
+                     " are used")
+        return None
+    log_bb = _log_block_bytes(startup, f, old.block_size, [])
+    if log_bb and pool_old.block_bytes and pool_old.bytes_per_token is not None:
+        tol = 0.005 * GIB / max(f.num_gpu_blocks or (f.kv_cache_tokens or 0) / old.block_size or 1, 1)
+        if abs(log_bb - pool_old.block_bytes) > max(tol, 0.01 * log_bb):
+            steps.append(f"the model's block ({pool_old.block_bytes:,} B at the log's settings) disagrees with"
+                         f" the log's ({log_bb:,.0f} B): the log's bytes per block are used instead")
+            return None
+    return pool
+
+
+def _pool_from_model(changes: dict[str, str], new: Setting, K_new: int, pool: Any, link: ModelLink,
+                     steps: list[str], measured: list[str], estimated: list[str]) -> WhatIf:
+    rules = new.rules
+    v0_conc = rules.kv_cache.concurrency_formula == "tokens_div_max_model_len"
+    L = new.max_model_len
+    L = L or pool.ctx.max_model_len if pool.ctx is not None else L
+    estimated.append("kv_cache_tokens")
+    steps.append(f"pool: the KV specs of {link.model_id} (tp {new.tp}, kv_cache_dtype {new.kv_cache_dtype}, block"
+                 f" size {new.block_size}) grouped by the {rules.id} rules: {pool.block_bytes:,} B per block"
+                 f" ({len(pool.groups)} group{'s' if len(pool.groups) != 1 else ''})")
+    blocks = pool.num_blocks
+    bb = pool.block_bytes
+    if v0_conc:
+        tokens = blocks * new.block_size
+        conc = tokens / L if L else None
+        starts = K_new > 0 and blocks > 0 and (L is None or tokens >= L)
+    else:
+        tokens = pool.kv_cache_tokens
+        conc = pool.max_concurrency
+        starts = K_new > 0 and pool.fits_one_request
+    return _finish(changes, K_new, tokens, conc, starts, blocks, measured, estimated, steps, rules, L, bb)
+
+
+def _pool_from_log(startup: Startup, changes: dict[str, str], old: Setting, new: Setting, K_new: int,
+                   steps: list[str], measured: list[str], estimated: list[str]) -> WhatIf:
+    """No model (or one whose layout cannot be used): the log's own bytes per block, scaled."""
     f = startup.figures
     rules = new.rules
     v0_conc = rules.kv_cache.concurrency_formula == "tokens_div_max_model_len"
     L = new.max_model_len
-    block_bytes: float | None = None
     bpt_note = ""
-    pool = None
-    if link is not None and p_old is not None and p_new is not None:
-        try:
-            pool_old = p_old.pool(1 << 40)
-            pool = p_new.pool(max(K_new, 0))
-        except VmemplanError as error:
-            steps.append(f"the model's KV layout could not be planned ({error.message}); the log's bytes per block"
-                         " are used")
-            pool = None
-        if pool is not None:
-            log_bb = _log_block_bytes(startup, f, old.block_size, [])
-            if log_bb and pool_old.block_bytes and pool_old.bytes_per_token is not None:
-                tol = 0.005 * GIB / max(f.num_gpu_blocks or (f.kv_cache_tokens or 0) / old.block_size or 1, 1)
-                if abs(log_bb - pool_old.block_bytes) > max(tol, 0.01 * log_bb):
-                    steps.append(f"the model's block ({pool_old.block_bytes:,} B at the log's settings) disagrees with"
-                                 f" the log's ({log_bb:,.0f} B): the log's bytes per block are used instead")
-                    pool = None
-    if pool is not None:
-        L = L or pool.ctx.max_model_len if pool.ctx is not None else L
-        estimated.append("kv_cache_tokens")
-        steps.append(f"pool: the KV specs of {link.model_id} (tp {new.tp}, kv_cache_dtype {new.kv_cache_dtype}, block"
-                     f" size {new.block_size}) grouped by the {rules.id} rules: {pool.block_bytes:,} B per block"
-                     f" ({len(pool.groups)} group{'s' if len(pool.groups) != 1 else ''})")
-        blocks = pool.num_blocks
-        bb = pool.block_bytes
-        if v0_conc:
-            tokens = blocks * new.block_size
-            conc = tokens / L if L else None
-            starts = K_new > 0 and blocks > 0 and (L is None or tokens >= L)
-        else:
-            tokens = pool.kv_cache_tokens
-            conc = pool.max_concurrency
-            starts = K_new > 0 and pool.fits_one_request
-        return _finish(changes, K_new, tokens, conc, starts, blocks, measured, estimated, steps, rules, L, bb)
-
-    # ---- no model: the log's own bytes per block, scaled
     if "hybrid" in startup.notes or "padding_layers" in startup.notes:
         if not f.num_gpu_blocks:
             return WhatIf(changes, K_new, None, None, K_new > 0 if K_new is not None else None,
