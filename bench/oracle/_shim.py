@@ -56,3 +56,15 @@ def after_emulation_setup(oracle: ModuleType, install: Callable[[], object]) -> 
         return out
 
     oracle.setup_emulation = setup_then_install
+
+
+def shim_main(install: Callable[[ModuleType], object], note: str | None = None) -> int:
+    """A shim's whole ``main``: load the oracle named by ``sys.argv[1]``, run ``install(oracle)``
+    right after its platform emulation (:func:`after_emulation_setup`), record ``note`` among its
+    assumptions, and run it."""
+    oracle_path = sys.argv[1]
+    oracle = load_oracle(oracle_path)
+    after_emulation_setup(oracle, lambda: install(oracle))
+    if note is not None:
+        oracle.ASSUMPTIONS.append(note)
+    return run_oracle(oracle, oracle_path)

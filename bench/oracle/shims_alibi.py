@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import sys
 
-from _shim import after_emulation_setup, load_oracle, run_oracle  # bench/oracle/_shim.py
+from _shim import shim_main  # bench/oracle/_shim.py
 
 NOTE = ("shim bench/oracle/shims_alibi.py: vllm/model_executor/models/bloom.py::_get_alibi_slopes "
         "and step1.py::_get_step_alibi_slopes run under torch.device('cpu') so that "
@@ -56,10 +56,7 @@ def install(oracle) -> None:
 
 
 def main() -> int:
-    oracle_path = sys.argv[1]
-    oracle = load_oracle(oracle_path)
-    after_emulation_setup(oracle, lambda: install(oracle))
-    return run_oracle(oracle, oracle_path)
+    return shim_main(install)
 
 
 if __name__ == "__main__":

@@ -35,7 +35,7 @@ from __future__ import annotations
 import sys
 from types import SimpleNamespace
 
-from _shim import after_emulation_setup, load_oracle, run_oracle  # bench/oracle/_shim.py (this script's folder)
+from _shim import shim_main  # bench/oracle/_shim.py (this script's folder)
 
 NOTE = ("shim bench/oracle/shims_decilm.py: model_type nemotron-nas registered with transformers' "
         "AutoConfig as a stand-in for the checkpoint's remote configuration_decilm.py::DeciLMConfig: "
@@ -83,12 +83,7 @@ def install() -> None:
 
 
 def main() -> int:
-    oracle_path = sys.argv[1]
-    oracle = load_oracle(oracle_path)
-    # after the oracle's platform emulation: importing transformers' config classes before it fails
-    after_emulation_setup(oracle, install)
-    oracle.ASSUMPTIONS.append(NOTE)
-    return run_oracle(oracle, oracle_path)
+    return shim_main(lambda _oracle: install(), NOTE)
 
 
 if __name__ == "__main__":

@@ -43,7 +43,7 @@ from __future__ import annotations
 import sys
 import types
 
-from _shim import after_emulation_setup, load_oracle, run_oracle  # bench/oracle/_shim.py (this script's folder)
+from _shim import shim_main  # bench/oracle/_shim.py (this script's folder)
 
 NOTE = ("shim bench/oracle/shims_glm5next.py: the compiled FlashKDA extension vllm._flashkda_C "
         "(links libcuda, cannot load on the CPU host) registered as present, as on a real CUDA "
@@ -96,10 +96,7 @@ def install(oracle) -> None:
 
 
 def main() -> int:
-    oracle_path = sys.argv[1]
-    oracle = load_oracle(oracle_path)
-    after_emulation_setup(oracle, lambda: install(oracle))
-    return run_oracle(oracle, oracle_path)
+    return shim_main(install)
 
 
 if __name__ == "__main__":

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import sys
 
-from _shim import after_emulation_setup, load_oracle, run_oracle  # bench/oracle/_shim.py
+from _shim import shim_main  # bench/oracle/_shim.py
 
 NOTE = ("shim bench/oracle/shims_kimi_k3.py: the vision tower's host buffers (patch_embed.pos_emb.time_weight, "
         "CPU fp32 from torch.from_numpy) moved to the meta device in the parameters' dtype, as "
@@ -56,10 +56,7 @@ def _install(oracle) -> None:
 
 
 def main() -> int:
-    oracle_path = sys.argv[1]
-    oracle = load_oracle(oracle_path)
-    after_emulation_setup(oracle, lambda: _install(oracle))
-    return run_oracle(oracle, oracle_path)
+    return shim_main(_install)
 
 
 if __name__ == "__main__":

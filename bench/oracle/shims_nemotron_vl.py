@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import sys
 
-from _shim import after_emulation_setup, load_oracle, run_oracle  # bench/oracle/_shim.py (this script's folder)
+from _shim import shim_main  # bench/oracle/_shim.py (this script's folder)
 
 NOTE = ("shim bench/oracle/shims_nemotron_vl.py: model_type llama_nemotron_vl registered with transformers' "
         "AutoConfig as a stand-in for the checkpoint's remote LlamaNemotronVLConfig: vision_config as a "
@@ -57,12 +57,7 @@ def install() -> None:
 
 
 def main() -> int:
-    oracle_path = sys.argv[1]
-    oracle = load_oracle(oracle_path)
-    # after the oracle's platform emulation: importing transformers' config classes before it fails
-    after_emulation_setup(oracle, install)
-    oracle.ASSUMPTIONS.append(NOTE)
-    return run_oracle(oracle, oracle_path)
+    return shim_main(lambda _oracle: install(), NOTE)
 
 
 if __name__ == "__main__":

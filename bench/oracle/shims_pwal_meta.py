@@ -56,7 +56,7 @@ from __future__ import annotations
 
 import sys
 
-from _shim import after_emulation_setup, load_oracle, run_oracle  # bench/oracle/_shim.py
+from _shim import shim_main  # bench/oracle/_shim.py
 
 NOTE = ("shim bench/oracle/shims_pwal_meta.py: during compressed_tensors.py::CompressedTensorsKVCacheMethod."
         "process_weights_after_loading Tensor.item() of a meta tensor answers 1.0 (the placeholders' "
@@ -148,10 +148,7 @@ def _patch_base_kv_cache_method(torch) -> None:
 
 
 def main() -> int:
-    oracle_path = sys.argv[1]
-    oracle = load_oracle(oracle_path)
-    after_emulation_setup(oracle, lambda: install(oracle))
-    return run_oracle(oracle, oracle_path)
+    return shim_main(install)
 
 
 if __name__ == "__main__":

@@ -35,7 +35,7 @@ from __future__ import annotations
 import sys
 import types
 
-from _shim import after_emulation_setup, load_oracle, run_oracle  # bench/oracle/_shim.py (this script's folder)
+from _shim import shim_main  # bench/oracle/_shim.py (this script's folder)
 
 NOTE = ("shim bench/oracle/shims_step5.py: the flashinfer kernel package (absent on the CPU host) replaced "
         "by a stand-in with BatchPrefillWithRaggedKVCacheWrapper (allocating, as flashinfer's does, an 8 MiB "
@@ -100,11 +100,7 @@ def install() -> None:
 
 
 def main() -> int:
-    oracle_path = sys.argv[1]
-    oracle = load_oracle(oracle_path)
-    after_emulation_setup(oracle, install)  # after the platform emulation, before the model is built
-    oracle.ASSUMPTIONS.append(NOTE)
-    return run_oracle(oracle, oracle_path)
+    return shim_main(lambda _oracle: install(), NOTE)
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import sys
 
-from _shim import after_emulation_setup, load_oracle, run_oracle  # bench/oracle/_shim.py
+from _shim import shim_main  # bench/oracle/_shim.py
 
 NOTE = ("shim bench/oracle/shims_xielu.py: vllm/model_executor/layers/activation.py::XIELU.__init__ "
         "runs under torch.device('cpu') so that its .item() reads of beta/eps work (a meta tensor "
@@ -52,10 +52,7 @@ def install(oracle) -> None:
 
 
 def main() -> int:
-    oracle_path = sys.argv[1]
-    oracle = load_oracle(oracle_path)
-    after_emulation_setup(oracle, lambda: install(oracle))
-    return run_oracle(oracle, oracle_path)
+    return shim_main(install)
 
 
 if __name__ == "__main__":
