@@ -1,0 +1,50 @@
+"""vLLM's own Whisper encoder as a pure shape list: the tensors one tensor-parallel rank holds.
+
+vllm/model_executor/models/whisper.py::WhisperEncoder (0.33.0), the tower Ultravox
+(ultravox.py::UltravoxWhisperEncoder, a subclass that only changes ``forward``) and the
+Whisper-derived audio models build on ``audio_config`` (a transformers ``WhisperConfig``):
+
+* ``conv1`` nn.Conv1d(num_mel_bins → d_model, k 3) and ``conv2`` nn.Conv1d(d_model → d_model,
+  k 3, stride 2), both biased, whole on every rank;
+* ``encoder_layers`` × whisper.py::WhisperEncoderLayer: ``self_attn.qkv_proj``
+  QKVParallelLinear (biased; the checkpoint's missing k bias is a zero filled in at load),
+  ``self_attn.out_proj`` RowParallelLinear (biased), ``mlp.fc1`` ColumnParallelLinear /
+  ``mlp.fc2`` RowParallelLinear (biased), ``self_attn_layer_norm`` / ``final_layer_norm``
+  nn.LayerNorm — split over TP (WhisperAttention asserts that TP divides the heads);
+* ``layer_norm`` nn.LayerNorm and ``embed_positions`` nn.Embedding(max_source_positions,
+  d_model), a parameter in the model dtype filled with the sinusoid table.
+
+The layer shapes are :func:`vmemplan.models.audio_towers._layers` with the fused qkv.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from vmemplan.core.errors import ModelConfigError
+from vmemplan.core.graph import WeightTensor
+from vmemplan.models.audio_towers import _dims, _layers
+
+__all__ = ["whisper_encoder", "whisper_encoder_layers"]
+
+
+def whisper_encoder_layers(ac: Mapping[str, Any], n: int, tp: int, prefix: str) -> list[WeightTensor]:
+    """``n`` whisper.py::WhisperEncoderLayer on ``ac`` (d_model, encoder_ffn_dim), split over ``tp``."""
+    d, _n, heads, ffn, _mels, _positions = _dims(ac)
+    if heads % tp:
+        raise ModelConfigError(f"audio_config: {heads} encoder heads do not divide over TP {tp}",
+                               hint="vLLM's WhisperAttention asserts that TP divides the heads")
+    return _layers(prefix, d, ffn, n, tp, qkv_fused=True)
+
+
+def whisper_encoder(ac: Mapping[str, Any], tp: int, prefix: str = "audio_tower") -> list[WeightTensor]:
+    """whisper.py::WhisperEncoder: convolutions, position table, the layers and the final norm."""
+    d, n, _heads, _ffn, mels, positions = _dims(ac)
+    return [
+        WeightTensor(f"{prefix}.conv1", "encoder", d, mels * 3), WeightTensor(f"{prefix}.conv2", "encoder", d, d * 3),
+        WeightTensor(f"{prefix}.conv1+conv2.bias", "encoder", d, 1, 2),
+        WeightTensor(f"{prefix}.embed_positions", "encoder", positions, d),
+        WeightTensor(f"{prefix}.layer_norm", "encoder", d, 1, 2),
+        *whisper_encoder_layers(ac, n, tp, prefix),
+    ]
