@@ -12,7 +12,8 @@ Whisper-derived audio models build on ``audio_config`` (a transformers ``Whisper
   ``mlp.fc2`` RowParallelLinear (biased), ``self_attn_layer_norm`` / ``final_layer_norm``
   nn.LayerNorm — split over TP (WhisperAttention asserts that TP divides the heads);
 * ``layer_norm`` nn.LayerNorm and ``embed_positions`` nn.Embedding(max_source_positions,
-  d_model), a parameter in the model dtype filled with the sinusoid table.
+  d_model), a parameter in the model dtype filled with the sinusoid table (float32 when the
+  encoder is built with ``init_in_fp32``, as Voxtral's is).
 
 The layer shapes are :func:`vmemplan.models.audio_towers._layers` with the fused qkv.
 """
@@ -38,13 +39,15 @@ def whisper_encoder_layers(ac: Mapping[str, Any], n: int, tp: int, prefix: str) 
     return _layers(prefix, d, ffn, n, tp, qkv_fused=True)
 
 
-def whisper_encoder(ac: Mapping[str, Any], tp: int, prefix: str = "audio_tower") -> list[WeightTensor]:
-    """whisper.py::WhisperEncoder: convolutions, position table, the layers and the final norm."""
+def whisper_encoder(ac: Mapping[str, Any], tp: int, prefix: str = "audio_tower", *,
+                    fp32_positions: bool = False) -> list[WeightTensor]:
+    """whisper.py::WhisperEncoder: convolutions, position table, the layers and the final norm;
+    ``fp32_positions``: ``init_in_fp32=True`` (Voxtral), the position table built in float32."""
     d, n, _heads, _ffn, mels, positions = _dims(ac)
     return [
         WeightTensor(f"{prefix}.conv1", "encoder", d, mels * 3), WeightTensor(f"{prefix}.conv2", "encoder", d, d * 3),
         WeightTensor(f"{prefix}.conv1+conv2.bias", "encoder", d, 1, 2),
-        WeightTensor(f"{prefix}.embed_positions", "encoder", positions, d),
+        WeightTensor(f"{prefix}.embed_positions", "encoder", positions, d, dtype="float32" if fp32_positions else None),
         WeightTensor(f"{prefix}.layer_norm", "encoder", d, 1, 2),
         *whisper_encoder_layers(ac, n, tp, prefix),
     ]
