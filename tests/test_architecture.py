@@ -61,7 +61,6 @@ MAX_FUNCTION_LINES = 80
 LONG_FUNCTIONS: Mapping[str, int] = {
     "vmemplan.models.gemma4::Gemma4.weight_tensors": 82,
     "vmemplan.models.phi4mm::phi4mm_audio_encoder": 82,
-    "vmemplan.render.table::render_table": 82,
     "vmemplan.sources.hub::_from_hub": 83,
 }
 

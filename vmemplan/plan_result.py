@@ -32,7 +32,10 @@ def _kv_summary(req: ResolvedRequest, kv_pool: PoolPlan) -> KvCacheSummary:
         page_size_bytes=kv_pool.block_bytes,
         num_blocks=kv_pool.num_blocks,
         tokens=kv_pool.kv_cache_tokens,
-        max_concurrency=kv_pool.max_concurrency,
+        # no KV cache groups (encoder-only pooling models): vLLM computes no concurrency at all
+        # (v1/engine/core.py::EngineCore._initialize_kv_caches calls update_kv_cache_capacity only
+        # when there are groups), and no KV cache bounds how many requests run
+        max_concurrency=kv_pool.max_concurrency if kv_pool.groups else None,
         groups=groups,
         sequence_fixed_bytes=kv_pool.sequence_fixed_bytes(),
         sequence_admission_bytes=kv_pool.sequence_admission_bytes(),

@@ -72,7 +72,7 @@ class KvCacheSummary:
     page_size_bytes: int  # bytes of one pool block across every layer of the rank
     num_blocks: int
     tokens: int
-    max_concurrency: float
+    max_concurrency: float | None  # None: no KV cache, so none bounds the requests
     groups: tuple[KvGroup, ...] = ()
     sequence_fixed_bytes: int = 0
     sequence_admission_bytes: int = 0

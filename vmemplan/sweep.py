@@ -482,7 +482,8 @@ class SweepEvaluator:
             low_concurrency = self._concurrency(req, low_pool, shape)
         return SweepPoint(values=dict(point), weights_bytes=fullest.weights_bytes,
                           available_kv_cache_bytes=fullest.available_kv_cache_bytes,
-                          kv_cache_tokens=pool.kv_cache_tokens, max_concurrency=pool.max_concurrency,
+                          kv_cache_tokens=pool.kv_cache_tokens,
+                          max_concurrency=pool.max_concurrency if pool.groups else None,  # as size: no KV, no bound
                           starts=f.verdict.starts, num_blocks=pool.num_blocks,
                           concurrency_at_request_tokens=self._concurrency(req, pool, shape),
                           reason=f.verdict.reason, kv_cache_tokens_low=low_tokens,

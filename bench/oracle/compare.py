@@ -209,10 +209,6 @@ def kv_cause(r: dict) -> str | None:
     if not diffs:
         return None
     manual = _manual(MANUAL_KV_CAUSES, r["id"])
-    if diffs == ["max_concurrency"] and o["max_concurrency"] == float("inf") and vm["tokens"] == 0:
-        manual = ("a model with no KV cache (encoder-only or bidirectional attention): vLLM's "
-                  "get_max_concurrency_for_kv_cache_config divides the blocks by zero blocks per request (inf); "
-                  "vmemplan reports 0 requests bound by the KV cache (JSON carries no inf); blocks and tokens agree")
     facts = (f"blocks {vm['num_blocks']} vs vLLM {o['num_blocks']}, tokens {vm['tokens']} vs {o['tokens']}, "
              f"concurrency {vm['max_concurrency']} vs {o['max_concurrency']}; block size {vm['block_size']} vs "
              f"{o['block_size']}, pool block {vm['pool_block_bytes']} vs {o['pool_block_bytes']} B")

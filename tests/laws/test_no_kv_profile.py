@@ -40,3 +40,24 @@ def test_a_decoder_is_still_profiled() -> None:
     plan = plan_from_flags(model="meta-llama/Llama-3.1-8B", gpu="h100")
     assert plan.per_rank.available_kv_cache_bytes > 0
     assert any(line.startswith("Available KV cache memory") for line in log_lines(plan))
+
+
+def test_no_kv_cache_bounds_the_requests_of_an_encoder_only_model() -> None:
+    # vLLM computes no concurrency without KV cache groups (EngineCore._initialize_kv_caches calls
+    # update_kv_cache_capacity only when there are groups): None, not 0.00x, and the same in a sweep
+    plan = plan_from_flags(model=BERT, gpu="h100")
+    assert plan.kv_cache.groups == () and plan.kv_cache.max_concurrency is None
+    assert plan.to_json()["kv_cache"]["max_concurrency"] is None
+    from vmemplan.registry import load_registry
+    from vmemplan.sources import load_model_source
+    from vmemplan.sweep import SweepEvaluator
+
+    reg = load_registry()
+    ev = SweepEvaluator({"model": BERT, "gpu": "h100"}, registry=reg,
+                        source=load_model_source(BERT, bundled_dir=reg.models_dir))
+    point = ev.evaluate({"gpu_memory_utilization": 0.5})
+    assert point.max_concurrency is None and point.kv_cache_tokens == plan.kv_cache.tokens == 0
+    # a decoder keeps vLLM's num_blocks / blocks_per_request
+    llama = plan_from_flags(model="meta-llama/Llama-3.1-8B", gpu="h100")
+    assert llama.kv_cache.max_concurrency == llama.kv_cache.num_blocks / sum(
+        g.blocks_per_request for g in llama.kv_cache.groups)

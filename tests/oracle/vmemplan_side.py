@@ -45,7 +45,9 @@ def oracle_figures(fx: dict[str, Any]) -> dict[str, Any]:
         "blocks_per_request": sum(g["blocks_per_request"] for g in o["groups"]),
         "num_blocks": o["num_blocks"],
         "tokens": o["kv_cache_size_tokens"],
-        "max_concurrency": round(float(o["max_concurrency"]), 2),
+        # no KV cache groups: vLLM computes no concurrency (EngineCore._initialize_kv_caches skips
+        # update_kv_cache_capacity); the oracle writes inf, vmemplan None: both say no KV cache bounds it
+        "max_concurrency": None if o["max_concurrency"] == float("inf") else round(float(o["max_concurrency"]), 2),
     }
 
 
@@ -91,7 +93,7 @@ def vmemplan_figures(fx: dict[str, Any]) -> dict[str, Any]:
         "blocks_per_request": sum(g.blocks_per_request for g in kv.groups),
         "num_blocks": kv.num_blocks,
         "tokens": kv.tokens,
-        "max_concurrency": round(float(kv.max_concurrency), 2),
+        "max_concurrency": None if kv.max_concurrency is None else round(kv.max_concurrency, 2),
         "adapter": type(req.adapter).__name__,
         "fidelity": getattr(req.adapter, "fidelity", None),
     }

@@ -33,7 +33,7 @@ _ROWS: tuple[tuple[str, str, Any], ...] = (
     ("available KV cache", "available_kv_cache_bytes", lambda p: p.per_rank.available_kv_cache_bytes),
     ("blocks", "num_gpu_blocks", lambda p: p.kv_cache.num_blocks),
     ("KV cache tokens", "kv_cache_tokens", lambda p: p.kv_cache.tokens),
-    ("max concurrency", "max_concurrency", lambda p: round(float(p.kv_cache.max_concurrency), 2)),
+    ("max concurrency", "max_concurrency", lambda p: None if p.kv_cache.max_concurrency is None else round(p.kv_cache.max_concurrency, 2)),
 )
 
 

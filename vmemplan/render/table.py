@@ -116,8 +116,9 @@ def render_tree(plan: MemoryPlan, headline: Headline | None = None, columns: int
     band = plan.band
     pm = f" ± {band.half_width_bytes / (1 << 30):.2f}" if band is not None else ""
     budget.add(f"KV cache pool {_g(max(r.available_kv_cache_bytes, 0))}{pm} GiB — the remainder: "
-               f"{kv.num_blocks:,} blocks, {kv.tokens:,} tokens, {kv.max_concurrency:.2f}× at "
-               f"{e.max_model_len:,} tokens"
+               f"{kv.num_blocks:,} blocks, {kv.tokens:,} tokens, "
+               + (f"{kv.max_concurrency:.2f}× at {e.max_model_len:,} tokens" if kv.max_concurrency is not None
+                  else "no KV cache to bound the requests")
                + (f" (band: {band.tokens_range[0]:,} – {band.tokens_range[1]:,} tokens)" if band is not None else ""))
     parts: list[RenderableType] = [tree, memory_bar(plan, columns=columns)]
     if headline is not None:
@@ -133,6 +134,38 @@ def _verdict(headline: Headline) -> RenderableType:
 
     style = ("yellow" if headline.outcome == "may_not_start" else "green" if headline.starts else "bold red")
     return Text(verdict_line(headline), style=style)
+
+
+def _rng(central: str, pair: tuple | None, fmt: str) -> str:
+    return central if pair is None else f"{central} ({format(pair[0], fmt)} – {format(pair[1], fmt)})"
+
+
+def _kv_table(plan: MemoryPlan) -> RenderableType:
+    """The KV cache figures: per token, blocks, tokens, concurrency (with the band's range)."""
+    from rich.table import Table
+
+    kv, band, e = plan.kv_cache, plan.band, plan.engine
+    kvt = Table(title="KV cache", title_justify="left")
+    kvt.add_column("figure")
+    kvt.add_column("value", justify="right")
+    bpt = f"{kv.bytes_per_token:,}" if kv.bytes_per_token is not None else "n/a"
+    kvt.add_row("bytes per token", bpt)
+    if kv.bytes_per_token is None and kv.no_bytes_per_token_reason:
+        kvt.add_row("why no per-token figure", kv.no_bytes_per_token_reason)
+    kvt.add_row("block size (tokens)", str(kv.block_size))
+    kvt.add_row("bytes per pool block", f"{kv.page_size_bytes:,}")
+    kvt.add_row("blocks", _rng(f"{kv.num_blocks:,}", band and band.num_blocks_range, ","))
+    kvt.add_row("tokens (GPU KV cache size)", _rng(f"{kv.tokens:,}", band and band.tokens_range, ","))
+    kvt.add_row(f"max concurrency at {e.max_model_len:,} tokens",
+                _rng(f"{kv.max_concurrency:.2f}x", band and band.max_concurrency_range, ".2f")
+                if kv.max_concurrency is not None else "not bounded by a KV cache (the model has none)")
+    if kv.groups and len(kv.groups) > 1:
+        kvt.add_row("KV cache groups", ", ".join(f"{g.kind}×{g.layers}" for g in kv.groups))
+    if kv.sequence_fixed_bytes:
+        kvt.add_row("fixed bytes per request", f"{kv.sequence_fixed_bytes:,}")
+    if kv.request_bytes is not None:
+        kvt.add_row(f"one {kv.request_tokens:,}-token request", f"{kv.request_bytes:,} bytes")
+    return kvt
 
 
 def render_table(plan: MemoryPlan, headline: Headline | None = None, columns: int = 80) -> RenderableType:
@@ -176,29 +209,7 @@ def render_table(plan: MemoryPlan, headline: Headline | None = None, columns: in
         if field in halves:
             gib += f" ± {halves[field] / (1 << 30):.2f}"
         table.add_row(label, gib, f"{n:,}", kind)
-    kv = plan.kv_cache
-    kvt = Table(title="KV cache", title_justify="left")
-    kvt.add_column("figure")
-    kvt.add_column("value", justify="right")
-    bpt = f"{kv.bytes_per_token:,}" if kv.bytes_per_token is not None else "n/a"
-    kvt.add_row("bytes per token", bpt)
-    if kv.bytes_per_token is None and kv.no_bytes_per_token_reason:
-        kvt.add_row("why no per-token figure", kv.no_bytes_per_token_reason)
-    kvt.add_row("block size (tokens)", str(kv.block_size))
-    kvt.add_row("bytes per pool block", f"{kv.page_size_bytes:,}")
-    def _rng(central: str, pair: tuple | None, fmt: str) -> str:
-        return central if pair is None else f"{central} ({format(pair[0], fmt)} – {format(pair[1], fmt)})"
-
-    kvt.add_row("blocks", _rng(f"{kv.num_blocks:,}", band and band.num_blocks_range, ","))
-    kvt.add_row("tokens (GPU KV cache size)", _rng(f"{kv.tokens:,}", band and band.tokens_range, ","))
-    kvt.add_row(f"max concurrency at {e.max_model_len:,} tokens",
-                _rng(f"{kv.max_concurrency:.2f}x", band and band.max_concurrency_range, ".2f"))
-    if kv.groups and len(kv.groups) > 1:
-        kvt.add_row("KV cache groups", ", ".join(f"{g.kind}×{g.layers}" for g in kv.groups))
-    if kv.sequence_fixed_bytes:
-        kvt.add_row("fixed bytes per request", f"{kv.sequence_fixed_bytes:,}")
-    if kv.request_bytes is not None:
-        kvt.add_row(f"one {kv.request_tokens:,}-token request", f"{kv.request_bytes:,} bytes")
+    kvt = _kv_table(plan)
     if headline is None:
         from vmemplan.concurrency import headline as make_headline
 

@@ -113,6 +113,8 @@ def log_lines(plan: MemoryPlan, rules: RulesPack | None = None) -> list[str]:
         if fmt.gpu_blocks_device_label:
             args = (fmt.gpu_blocks_device_label, *args)
         lines.append(fmt.gpu_blocks % args)
+    if kv.max_concurrency is None:
+        return lines  # no KV cache groups: vLLM logs no capacity (EngineCore._initialize_kv_caches)
     if fmt.joined_kv_line:
         args = (f"{kv.tokens:,}", f"{length:,}", kv.max_concurrency)
         if fmt.joined_kv_line_device_label:
