@@ -1,7 +1,9 @@
 #!/usr/bin/env python
 """Emulation shim for the vllm-oracle on models whose module imports torchaudio, which the oracle's
 venv does not ship: MiDashengLMModel (vLLM 0.33.0 model_executor/models/midashenglm.py, ``import
-torchaudio.functional as F`` at module level, so vLLM's registry cannot even inspect the class).
+torchaudio.functional as F`` at module level, so vLLM's registry cannot even inspect the class) and
+FunASRForConditionalGeneration (funasr.py imports vllm/transformers_utils/processors/funasr.py, which
+imports ``torchaudio.compliance.kaldi``; its ``fbank`` runs only on audio input).
 
     python bench/oracle/shims_torchaudio.py <vllm-oracle>/oracle.py CONFIG --available-bytes N --tp T ...
 
@@ -14,7 +16,8 @@ What the shim does, and nothing else: it registers a stand-in ``torchaudio`` pac
 default device as torchaudio's (its filter bank is built from ``torch.linspace`` without a dtype
 or device), so ``DashengFrontend``'s ``melscale_fbanks`` buffer has the bytes it has on a GPU
 host; only the values (meta tensors have none) differ.  ``spectrogram`` and ``amplitude_to_DB``
-are run only in ``forward`` and raise if called.  The stand-in is recorded in the fixture's
+are run only in ``forward``, ``compliance.kaldi.fbank`` only in the FunASR processor; all three
+raise if called.  The stand-in is recorded in the fixture's
 ``assumptions``.
 """
 
@@ -28,7 +31,7 @@ from _shim import shim_main  # bench/oracle/_shim.py
 NOTE = ("shim bench/oracle/shims_torchaudio.py: torchaudio is absent from the oracle venv; a stand-in "
         "torchaudio.functional.melscale_fbanks returns torch.zeros(n_freqs, n_mels) in the default "
         "dtype/device (torchaudio's shape, dtype and device; values differ), spectrogram / "
-        "amplitude_to_DB raise if called (forward only)")
+        "amplitude_to_DB / compliance.kaldi.fbank raise if called (forward / processor only)")
 
 
 def _forward_only(name: str):
@@ -50,9 +53,15 @@ def install(oracle) -> None:
     functional.melscale_fbanks = melscale_fbanks  # type: ignore[attr-defined]
     functional.spectrogram = _forward_only("spectrogram")  # type: ignore[attr-defined]
     functional.amplitude_to_DB = _forward_only("amplitude_to_DB")  # type: ignore[attr-defined]
+    compliance = types.ModuleType("torchaudio.compliance")
+    kaldi = types.ModuleType("torchaudio.compliance.kaldi")
+    kaldi.fbank = _forward_only("compliance.kaldi.fbank")  # type: ignore[attr-defined]
+    compliance.kaldi = kaldi  # type: ignore[attr-defined]
     package.functional = functional  # type: ignore[attr-defined]
-    sys.modules.setdefault("torchaudio", package)
-    sys.modules.setdefault("torchaudio.functional", functional)
+    package.compliance = compliance  # type: ignore[attr-defined]
+    for name, module in (("torchaudio", package), ("torchaudio.functional", functional),
+                         ("torchaudio.compliance", compliance), ("torchaudio.compliance.kaldi", kaldi)):
+        sys.modules.setdefault(name, module)
 
 
 def main() -> int:
