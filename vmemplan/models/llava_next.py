@@ -24,7 +24,7 @@ from vmemplan.models.base import register
 from vmemplan.models.multimodal import Llava
 from vmemplan.models.vision_towers import _need, _vision
 
-__all__ = ["LlavaNext", "anyres_image_tokens"]
+__all__ = ["LlavaNext", "anyres_image_tokens", "anyres_unpadded_grid"]
 
 
 def _best_resolution(height: int, width: int, pinpoints: list[tuple[int, int]]) -> tuple[int, int]:
@@ -45,6 +45,14 @@ def anyres_image_tokens(height: int, width: int, *, pinpoints: list[tuple[int, i
     """llava_next.py::LlavaNextProcessingInfo.get_num_image_tokens for one ``height x width`` image:
     ``base`` (the tile's selected tokens) + the unpadded features of the tile grid + one newline
     token per feature row.  ``tile`` is the vision image size, ``grid`` its patch-grid length."""
+    cur_h, cur_w = anyres_unpadded_grid(height, width, pinpoints=pinpoints, tile=tile, grid=grid)
+    return cur_h * cur_w + cur_h + base
+
+
+def anyres_unpadded_grid(height: int, width: int, *, pinpoints: list[tuple[int, int]], tile: int,
+                         grid: int) -> tuple[int, int]:
+    """The unpadded feature grid (rows, columns) of LlavaNextProcessingInfo._get_num_unpadded_features
+    for one ``height x width`` image, before any ``anyres_max`` cap."""
     bh, bw = _best_resolution(height, width, pinpoints)
     cur_h, cur_w = grid * (bh // tile), grid * (bw // tile)
     if width / height > cur_w / cur_h:
@@ -53,7 +61,7 @@ def anyres_image_tokens(height: int, width: int, *, pinpoints: list[tuple[int, i
     else:
         new_w = int(round(width * (cur_h / height), 7))
         cur_w -= 2 * ((cur_w - new_w) // 2)
-    return cur_h * cur_w + cur_h + base
+    return cur_h, cur_w
 
 
 @register
