@@ -92,11 +92,6 @@ class _PaddleTower(NaViTTowerMixin):
         return {"image": paddle_max_image_tokens(patch=_need(vc, "patch_size"), merge=int(vc["spatial_merge_size"]),
                                                  min_pixels=lo, max_pixels=hi)}
 
-    def notes(self) -> tuple[str, ...]:
-        lo, hi = self.pixel_limits(self.config)  # type: ignore[attr-defined]
-        return super().notes() + (  # type: ignore[misc]
-            f"image pixel limits {lo}..{hi}; the checkpoint's preprocessor_config.json may set others",)
-
 
 @register
 class PaddleOCRVL(_PaddleTower, Adapter):

@@ -133,5 +133,13 @@ class NaViTTowerMixin(VisionEncoderMixin):
         return [WeightTensor(t.name, t.kind, positions, dim) if t.name == "rotary_emb.cos_sin_cache" else t
                 for t in tensors]
 
+    def notes(self) -> tuple[str, ...]:
+        limits = getattr(self, "pixel_limits", None)
+        if limits is None:
+            return super().notes()  # type: ignore[misc]
+        lo, hi = limits(self.config)  # type: ignore[attr-defined]
+        return super().notes() + (  # type: ignore[misc]
+            f"image pixel limits {lo}..{hi}; the checkpoint's preprocessor_config.json may set others",)
+
     def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
         return self.with_mrope(super().weight_tensors(ctx)) + self.tower_tensors(self.config, ctx)  # type: ignore[misc]
