@@ -67,10 +67,10 @@ def eva2clip_tower(vc: Any, text_hidden: int, text_ffn: int, tp: int,
 class GLM4V(VisionEncoderMixin, ChatGLM):
     """``GLM4VForCausalLM``: the ChatGLM decoder plus ``transformer.vision`` (EVA2-CLIP)."""
 
-    architectures = ("GLM4VForCausalLM",)
+    architectures = ("GLM4VForCausalLM",)  # type: ignore[assignment]
 
     @property
-    def patches_per_token(self) -> int:  # type: ignore[override]
+    def patches_per_token(self) -> int:
         return 4  # the 2 x 2 stride-2 conv after the tower
 
     def vision_weight_tensors(self, config: Any, ctx: GraphContext) -> list[WeightTensor]:
