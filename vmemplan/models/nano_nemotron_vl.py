@@ -20,7 +20,13 @@ InternVL tiling of ``max_num_tiles`` (the processor's DEFAULT_NUM_TILES, 12) ``f
 tiles plus the thumbnail, ``(force_image_size / patch)² · downsample_ratio²`` tokens each, or, with
 dynamic resolution (``vision_config.args.min_num_patches``), ``isqrt(max_model_len - 5)²``
 (DynamicResolutionImageTiler for one image); a video and an audio clip are ``max_model_len``.
-The checkpoints' ``sound_config`` (Parakeet audio encoder) is not planned here.
+With a ``sound_config`` the tower also holds ``sound_encoder`` = parakeet.py::ProjectedParakeet
+(:func:`vmemplan.models.parakeet.projected_parakeet`).
+
+The registry maps the three ``NemotronH_*Omni_Reasoning_V3`` architectures to the same class, but
+vllm/model_executor/models/config.py's ``MODELS_CONFIG_MAP`` lists only ``NemotronH_Nano_VL_V2``
+(NemotronHNanoVLV2Config: the SSM state in the text config's ``mamba_ssm_cache_dtype``, else
+float32); for the Omni names ``--mamba-ssm-cache-dtype auto`` stays the model dtype.
 """
 
 from __future__ import annotations
@@ -34,9 +40,10 @@ from vmemplan.laws import multimodal as mm_law
 from vmemplan.models.base import Adapter, register
 from vmemplan.models.internvl import _with_language_model
 from vmemplan.models.multimodal import VisionEncoderMixin
+from vmemplan.models.parakeet import projected_parakeet
 from vmemplan.models.radio import radio_dims, radio_tower
 
-__all__ = ["NemotronNanoVLV2"]
+__all__ = ["NemotronNanoVLV2", "NemotronOmniV3"]
 
 DEFAULT_NUM_TILES = 12  # vllm/transformers_utils/processors/nano_nemotron_vl.py (0.33.0)
 
@@ -92,6 +99,9 @@ class _NanoNemotronVLTower(VisionEncoderMixin):
         proj = int(raw.get("projector_hidden_size", 4096))
         w = vit * self._shuffle_root(config) ** 2
         out = radio_tower(_vision_config(config), ctx.tensor_parallel_size)
+        sound = raw.get("sound_config")
+        if isinstance(sound, dict):
+            out += projected_parakeet(sound, config.hidden_size)
         if int(config.text.get("num_nextn_predict_layers") or 0) > 0:
             out.append(WeightTensor("vision_final_layernorm", "encoder", vit, 1, 2))
         return out + [
@@ -112,3 +122,20 @@ class NemotronNanoVLV2(_NanoNemotronVLTower, Adapter):
 
     def __new__(cls, config: Any) -> Any:
         return _with_language_model(_NanoNemotronVLTower, config)
+
+
+class _OmniTower(_NanoNemotronVLTower):
+    def ssm_dtype(self, ctx: GraphContext) -> str:
+        """No NemotronHNanoVLV2Config for these names: ``auto`` follows the model dtype."""
+        return ctx.mamba_ssm_cache_dtype
+
+
+@register
+class NemotronOmniV3(_OmniTower, Adapter):
+    """The Nemotron Omni names of nano_nemotron_vl.py's class (RADIO, Parakeet, Nemotron-H)."""
+
+    architectures = ("NemotronH_Nano_Omni_Reasoning_V3", "NemotronH_Omni_Reasoning_V3",
+                     "NemotronH_Super_Omni_Reasoning_V3")
+
+    def __new__(cls, config: Any) -> Any:
+        return _with_language_model(_OmniTower, config)
