@@ -30,7 +30,7 @@ class Gemma3(Gemma2):
     ``sliding_window_pattern``-th (default 6th) layer global.
     """
 
-    architectures = ("Gemma3ForCausalLM", "Gemma3ForConditionalGeneration")
+    architectures = ("Gemma3ForCausalLM",)  # Gemma3ForConditionalGeneration: models/gemma3_mm.py
     default_pattern = 6
     qk_norm = True
     no_head_module = False
@@ -53,8 +53,3 @@ class Gemma3(Gemma2):
                                     _rope_positions(cfg.text, glob, max_pos), cfg.head_dim))
         return out
 
-    def notes(self) -> tuple[str, ...]:
-        base = super().notes()
-        if self.config.architecture == "Gemma3ForConditionalGeneration":
-            base += ("the SigLIP vision tower and projector are not included in the weights figure",)
-        return base

@@ -1,6 +1,6 @@
 """Gemma-4 (``Gemma4ForCausalLM`` / ``Gemma4ForConditionalGeneration``): per-layer-type head size
 and KV heads, KV-sharing tail layers that own no cache, optional MoE block parallel to the dense
-MLP, optional per-layer embeddings (E-series), and the vision tower.
+MLP, optional per-layer embeddings (E-series), the vision tower and (gemma4_audio.py) the audio tower.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from typing import Any
 from vmemplan.core.graph import GraphContext, WeightTensor, attention_scales
 from vmemplan.laws.multimodal import limit_for
 from vmemplan.models.base import pad_vocab, register
+from vmemplan.models.gemma4_audio import gemma4_audio_tensors
 from vmemplan.models.windowed import (
     _check_heads,
     _int,
@@ -168,7 +169,7 @@ class Gemma4(_WindowedBase):
         # Gemma4Model.normalizer: sqrt(hidden_size) as a scalar buffer in the model dtype
         out.append(WeightTensor("model.normalizer", "buffer", 1, 1))
         if ctx.pipeline_rank == 0:
-            out += gemma4_vision_tensors(cfg.raw, h, ctx)
+            out += gemma4_vision_tensors(cfg.raw, h, ctx) + gemma4_audio_tensors(cfg.raw, h, ctx)
         return out
 
     def _rope_tensors(self) -> list[WeightTensor]:
@@ -195,8 +196,6 @@ class Gemma4(_WindowedBase):
     def notes(self) -> tuple[str, ...]:
         out = window_global_notes(self.layer_types(), self.config.num_hidden_layers - self.first_kv_shared_layer())
         if self.config.architecture == "Gemma4ForConditionalGeneration":
-            if isinstance(self.config.raw.get("audio_config"), dict):
-                out.append("the audio tower is not included in the weights figure")
             if isinstance(self.config.raw.get("vision_config"), dict):
                 out.append("the vision tower (transformers' Gemma4VisionModel) is replicated on every rank")
         return tuple(out)
@@ -239,6 +238,13 @@ def gemma4_vision_tensors(raw: Mapping[str, Any], text_hidden: int, ctx: GraphCo
         WeightTensor("vision_tower.layers.down_proj", "encoder", h, inter, layers),
         WeightTensor("vision_tower.layers.4 RMSNorms", "encoder", h, 1, 4 * layers),
         WeightTensor("embed_vision.embedding_projection", "linear", text_hidden, h, 1, True, in_features_full=h),
+        # gemma4_mm.py::Gemma4MultimodalEmbedder.embedding_pre_projection_norm = RMSNorm(h, has_weight=False):
+        # torch.ones(h) kept as a plain device tensor
+        WeightTensor("embed_vision.embedding_pre_projection_norm(ones, not a parameter)", "buffer", h, 1),
+        # transformers Gemma4VisionRotaryEmbedding (2-D: head_dim / 2 a axis): fp32 inv_freq and
+        # original_inv_freq of head_dim / 4 entries each
+        WeightTensor("vision_tower.encoder.rotary_emb.inv_freq+original_inv_freq", "buffer", hd // 4, 1, 2,
+                     dtype="float32"),
     ]
     if vc.get("standardize"):
         out.append(WeightTensor("vision_tower.std_bias+std_scale", "buffer", h, 1, 2))

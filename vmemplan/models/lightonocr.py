@@ -18,24 +18,12 @@ vllm/model_executor/models/pixtral.py::PixtralHFVisionModel builds transformers'
 
 from __future__ import annotations
 
-from typing import Any
-
-from vmemplan.core.graph import GraphContext, WeightTensor
 from vmemplan.models.base import register
 from vmemplan.models.dense import Qwen3
 from vmemplan.models.multimodal import Mistral3
-from vmemplan.models.vision_towers import _need, _vision
+from vmemplan.models.vision_towers import pixtral_rotary_buffers
 
 __all__ = ["LightOnOCR", "pixtral_rotary_buffers"]
-
-
-def pixtral_rotary_buffers(vc: Any) -> list[WeightTensor]:
-    """transformers pixtral/modeling_pixtral.py::PixtralVisionRotaryEmbedding (5.17+): ``inv_freq``
-    and ``original_inv_freq``, fp32, ``head_dim / 2`` each (``arange(0, dim, 2)``)."""
-    c = _need(vc, "hidden_size")
-    hd = int(vc.get("head_dim") or c // _need(vc, "num_attention_heads"))
-    return [WeightTensor("vision_tower.patch_positional_embedding.inv_freq+original_inv_freq", "buffer",
-                         (hd + 1) // 2, 1, 2, dtype="float32")]
 
 
 @register
@@ -44,6 +32,5 @@ class LightOnOCR(Mistral3, Qwen3):
 
     architectures = ("LightOnOCRForConditionalGeneration",)
 
-    def vision_weight_tensors(self, config: Any, ctx: GraphContext) -> list[WeightTensor]:
-        # no supports_encoder_tp_data (the mixin's default): data mode runs as weights
-        return super().vision_weight_tensors(config, ctx) + pixtral_rotary_buffers(_vision(config))
+    # Mistral3.vision_weight_tensors counts the tower's rotary buffers (pixtral_rotary_buffers); no
+    # supports_encoder_tp_data (the mixin's default): data mode runs as weights

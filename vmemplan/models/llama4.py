@@ -77,7 +77,7 @@ class Llama4(_WindowedBase):
     says otherwise, and the pool then allocates those layers as full attention.
     """
 
-    architectures = ("Llama4ForCausalLM", "Llama4ForConditionalGeneration")
+    architectures = ("Llama4ForCausalLM",)  # Llama4ForConditionalGeneration: models/llama4_mm.py
     family = "moe"
     modules_on_every_stage = False
 
@@ -155,6 +155,4 @@ class Llama4(_WindowedBase):
         rope = llama4_no_rope_layers(self.config.text)
         chunk = self.config.text.get("attention_chunk_size")
         out = [f"{sum(rope)} chunked-local layers (chunk {chunk}) and {len(rope) - sum(rope)} global NoPE layers"]
-        if self.config.architecture == "Llama4ForConditionalGeneration":
-            out.append("the vision tower and projector are not included in the weights figure")
         return tuple(out)

@@ -40,6 +40,7 @@ from vmemplan.models.vision_towers import (
     clip_tower,
     mllama_tower,
     mrope_cache_positions,
+    pixtral_rotary_buffers,
     pixtral_tower,
     qwen2_5_vl_tower,
     qwen3_vl_tower,
@@ -328,6 +329,8 @@ class Mistral3(VisionEncoderMixin, LlamaLike):
         if bias:
             out += [WeightTensor("multi_modal_projector.linear_1.bias", "encoder", h // ctx.tensor_parallel_size, 1),
                     WeightTensor("multi_modal_projector.linear_2.bias", "encoder", h, 1)]
+        if config.architecture != "PixtralForConditionalGeneration":  # pixtral.py's own tower has no such buffers
+            out += pixtral_rotary_buffers(vc)
         return out
 
     def max_tokens_per_item(self, config: Any, ctx: GraphContext) -> dict[str, int]:

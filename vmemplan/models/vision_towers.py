@@ -288,3 +288,12 @@ def mllama_tower(vc: Mapping[str, Any], tp: int, text_hidden: int) -> list[Weigh
 
 
 # --------------------------------------------------------------------------------------
+
+
+def pixtral_rotary_buffers(vc: Any) -> list[WeightTensor]:
+    """transformers pixtral/modeling_pixtral.py::PixtralVisionRotaryEmbedding (5.17+): ``inv_freq``
+    and ``original_inv_freq``, fp32, ``head_dim / 2`` each (``arange(0, dim, 2)``)."""
+    c = _need(vc, "hidden_size")
+    hd = int(vc.get("head_dim") or c // _need(vc, "num_attention_heads"))
+    return [WeightTensor("vision_tower.patch_positional_embedding.inv_freq+original_inv_freq", "buffer",
+                         (hd + 1) // 2, 1, 2, dtype="float32")]
