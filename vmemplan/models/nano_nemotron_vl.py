@@ -66,7 +66,7 @@ class _NanoNemotronVLTower(VisionEncoderMixin):
         return int(round(1 / float(config.raw.get("downsample_ratio", 0.5))))
 
     @property
-    def patches_per_token(self) -> int:  # type: ignore[override]
+    def patches_per_token(self) -> int:
         return self._shuffle_root(self.config) ** 2  # type: ignore[attr-defined]
 
     def encoder_dims(self, config: Any) -> tuple[int, int]:
@@ -91,7 +91,7 @@ class _NanoNemotronVLTower(VisionEncoderMixin):
         return out
 
     def encoder_output_width(self, config: Any) -> int:
-        return config.hidden_size
+        return int(config.hidden_size)
 
     def vision_weight_tensors(self, config: Any, ctx: GraphContext) -> list[WeightTensor]:
         raw = config.raw
@@ -111,7 +111,8 @@ class _NanoNemotronVLTower(VisionEncoderMixin):
         ]
 
     def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
-        return super().weight_tensors(ctx) + self.tower_tensors(self.config, ctx)  # type: ignore[misc]
+        base: list[WeightTensor] = super().weight_tensors(ctx)  # type: ignore[misc]
+        return base + self.tower_tensors(self.config, ctx)  # type: ignore[attr-defined]
 
 
 @register
