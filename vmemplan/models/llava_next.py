@@ -68,6 +68,8 @@ def anyres_unpadded_grid(height: int, width: int, *, pinpoints: list[tuple[int, 
 class LlavaNext(Llava):
     """``LlavaNextForConditionalGeneration`` (llava_next.py, 0.33.0)."""
 
+    bare_tower_parameters = ("image_newline",)  # assigned inside _mark_tower_model: kept at image limit 0
+
     architectures = ("LlavaNextForConditionalGeneration",)
 
     def _feature_layer_count(self) -> int:

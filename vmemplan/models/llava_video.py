@@ -111,6 +111,7 @@ class _NextVideoTower(_LlavaVideoTower):
 
 class _OnevisionTower(_LlavaVideoTower):
     modalities = ("image", "video")
+    bare_tower_parameters = ("image_newline",)  # llava_onevision.py assigns it inside _mark_tower_model
 
     def vision_weight_tensors(self, config: Any, ctx: GraphContext) -> list[WeightTensor]:
         return (llava_tower_no_post_norm(config, ctx) + replicated_projector(config)

@@ -132,8 +132,18 @@ class VisionEncoderMixin:
             return replace(ctx, mm_encoder_tp_mode="weights")
         return ctx
 
+    #: tensors of ``vision_weight_tensors`` that are bare ``nn.Parameter``s assigned inside
+    #: ``_mark_tower_model``: its ``no_init_weights`` stands in only for child modules, so they are
+    #: allocated even when every modality is limited to 0 (interfaces.py, 0.33.0)
+    bare_tower_parameters: tuple[str, ...] = ()
+
     def tower_tensors(self, config: Any, ctx: GraphContext) -> list[WeightTensor]:
-        return self.vision_weight_tensors(config, self.encoder_ctx(ctx)) if self.tower_built(ctx) else []
+        if self.tower_built(ctx):
+            return self.vision_weight_tensors(config, self.encoder_ctx(ctx))
+        if not self.bare_tower_parameters:
+            return []
+        return [t for t in self.vision_weight_tensors(config, self.encoder_ctx(ctx))
+                if t.name in self.bare_tower_parameters]
 
     def mm_profile(self, config: Any, ctx: GraphContext, *, hidden_buffers: float = 3.0,
                    intermediate_buffers: float = 3.0) -> mm_law.MmProfile:
