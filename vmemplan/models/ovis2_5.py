@@ -45,7 +45,7 @@ from vmemplan.core.graph import GraphContext, WeightTensor
 from vmemplan.laws import multimodal as mm_law
 from vmemplan.models.base import Adapter, register
 from vmemplan.models.internvl import _language_model_class, combined
-from vmemplan.models.multimodal import VisionEncoderMixin
+from vmemplan.models.ovis import OvisTowerBase, visual_head
 from vmemplan.models.vision_towers import _clip_like, _need, _tower_tp
 
 __all__ = ["Ovis2_5", "ovis2_5_visual_tokenizer", "siglip2_navit_ovis_tower"]
@@ -88,15 +88,10 @@ def ovis2_5_visual_tokenizer(config: Any, tp: int) -> list[WeightTensor]:
     """The tower, the visual head (Linear + LayerNorm over the visual vocabulary less the indicators)
     and the visual embedding table ``vte`` (replicated)."""
     vc = vit_config(config)
-    vocab = int(config.raw.get("visual_vocab_size", 65536))
     stride = int(vc.get("hidden_stride", 2))
-    width = _need(vc, "hidden_size") * stride * stride
-    hidden = config.raw.get("hidden_size") or config.hidden_size
-    return siglip2_navit_ovis_tower(vc, tp) + [
-        WeightTensor("visual_tokenizer.head.0", "encoder", vocab - INDICATORS, width),
-        WeightTensor("visual_tokenizer.head.1", "encoder", vocab - INDICATORS, 1, 2),
-        WeightTensor("vte", "encoder", vocab, int(hidden)),
-    ]
+    hidden = int(config.raw.get("hidden_size") or config.hidden_size)
+    return siglip2_navit_ovis_tower(vc, tp) + visual_head(int(config.raw.get("visual_vocab_size", 65536)), INDICATORS,
+                                                          _need(vc, "hidden_size") * stride * stride, hidden)
 
 
 def _placeholder_tokens(vc: Mapping[str, Any], frames: int) -> int:
@@ -111,19 +106,16 @@ def _placeholder_tokens(vc: Mapping[str, Any], frames: int) -> int:
     return grid_t * (h // patch) * (w // patch) // (stride * stride) // tps + 2
 
 
-class _Ovis2_5Tower(VisionEncoderMixin):
+class _Ovis2_5Tower(OvisTowerBase):
     """The tower half; combined with the language model's adapter by :func:`combined`."""
 
     modalities = ("image", "video")
 
-    @property
-    def patches_per_token(self) -> int:  # type: ignore[override]
-        stride = int(vit_config(self.config).get("hidden_stride", 2))  # type: ignore[attr-defined]
-        return stride * stride
+    def vit(self, config: Any) -> Mapping[str, Any]:
+        return vit_config(config)
 
-    def encoder_dims(self, config: Any) -> tuple[int, int]:
-        vc = vit_config(config)
-        return _need(vc, "hidden_size"), _need(vc, "intermediate_size")
+    def stride(self, config: Any) -> int:
+        return int(vit_config(config).get("hidden_stride", 2))
 
     def vision_weight_tensors(self, config: Any, ctx: GraphContext) -> list[WeightTensor]:
         return ovis2_5_visual_tokenizer(config, _tower_tp(ctx))
@@ -144,12 +136,6 @@ class _Ovis2_5Tower(VisionEncoderMixin):
                 frames += 1
             out["video"] = _placeholder_tokens(vc, max(frames, 1))
         return out
-
-    def encoder_output_width(self, config: Any) -> int:
-        return config.hidden_size
-
-    def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
-        return super().weight_tensors(ctx) + self.tower_tensors(self.config, ctx)  # type: ignore[misc]
 
 
 @register
