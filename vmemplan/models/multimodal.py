@@ -43,6 +43,7 @@ from vmemplan.models.vision_towers import (
     pixtral_rotary_buffers,
     pixtral_tower,
     qwen2_5_vl_tower,
+    qwen2_vl_tower,
     qwen3_vl_tower,
     siglip_tower,
 )
@@ -245,7 +246,16 @@ class Qwen2_5_VL(_QwenVLBase, Qwen2):
     architectures = ("Qwen2_5_VLForConditionalGeneration", "Qwen2VLForConditionalGeneration")
 
     def vision_weight_tensors(self, config: Any, ctx: GraphContext) -> list[WeightTensor]:
+        if config.architecture == "Qwen2VLForConditionalGeneration":
+            return qwen2_vl_tower(_vision(config), _tower_tp(ctx))
         return qwen2_5_vl_tower(_vision(config), _tower_tp(ctx))
+
+    def encoder_dims(self, config: Any) -> tuple[int, int]:
+        vc = _vision(config)
+        if config.architecture == "Qwen2VLForConditionalGeneration":  # embed_dim, embed_dim × mlp_ratio
+            c = _need(vc, "embed_dim")
+            return c, int(c * float(vc.get("mlp_ratio", 4)))
+        return super().encoder_dims(config)
 
     def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
         return self._with_mrope(super().weight_tensors(ctx)) + self.tower_tensors(self.config, ctx)

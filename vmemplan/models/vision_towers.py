@@ -123,6 +123,35 @@ def qwen2_5_vl_tower(vc: Mapping[str, Any], tp: int) -> list[WeightTensor]:
     ]
 
 
+def qwen2_vl_tower(vc: Mapping[str, Any], tp: int) -> list[WeightTensor]:
+    """Qwen2-VL vision transformer (qwen2_vl.py::Qwen2VisionTransformer, 0.33.0): Conv3d patch
+    embed (no bias), ``depth`` blocks of [LayerNorm ×2 (weight+bias), qkv (bias), proj (bias),
+    fc1/fc2 of ``embed_dim × mlp_ratio`` (bias)], a merger [LayerNorm ln_q, Linear(4c→4c),
+    Linear(4c→hidden)] and a rotary cache of 8192 × head_dim/2; ``hidden_size`` is the merger's
+    output width, ``embed_dim`` the tower's."""
+    c, depth, heads = _need(vc, "embed_dim"), _need(vc, "depth"), _need(vc, "num_heads")
+    inter = int(c * float(vc.get("mlp_ratio", 4)))
+    out, patch = _need(vc, "hidden_size"), _need(vc, "patch_size", "spatial_patch_size")
+    tpatch, merge = int(vc.get("temporal_patch_size", 2)), int(vc.get("spatial_merge_size", 2))
+    chans = int(vc.get("in_chans", vc.get("in_channels", 3)))
+    _split(heads, tp, "attention heads")
+    qkv = 3 * _split(c, tp, "width")
+    i = _split(inter, tp, "MLP width")
+    m = c * merge * merge
+    return [
+        _enc("patch_embed.proj", c, chans * tpatch * patch * patch),
+        _enc("blocks.norm1+norm2 (weight, bias)", c, 1, 4 * depth),
+        _enc("blocks.attn.qkv", qkv, c, depth), _enc("blocks.attn.qkv.bias", qkv, 1, depth),
+        _enc("blocks.attn.proj", c, c // tp, depth), _enc("blocks.attn.proj.bias", c, 1, depth),
+        _enc("blocks.mlp.fc1", i, c, depth), _enc("blocks.mlp.fc1.bias", i, 1, depth),
+        _enc("blocks.mlp.fc2", c, i, depth), _enc("blocks.mlp.fc2.bias", c, 1, depth),
+        _enc("merger.ln_q (weight, bias)", c, 1, 2),
+        _enc("merger.mlp.0", m // tp, m), _enc("merger.mlp.0.bias", m // tp),
+        _enc("merger.mlp.2", out, m // tp), _enc("merger.mlp.2.bias", out),
+        WeightTensor("visual.rotary_pos_emb.cos_sin_cache", "buffer", 8192, (c // heads) // 2),
+    ]
+
+
 def qwen3_vl_tower(vc: Mapping[str, Any], tp: int) -> list[WeightTensor]:
     """Qwen3-VL vision transformer (qwen3_vl.py::Qwen3_VisionTransformer, 0.33.0): Conv3d
     patch embed with bias, a learned position table (``num_position_embeddings`` × c),
