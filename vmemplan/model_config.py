@@ -158,7 +158,7 @@ def _with_library_defaults(raw: Mapping[str, Any]) -> Mapping[str, Any]:
         return qwen3_vl_vision_defaults(_with_library_defaults(alpamayo2_super_flat(raw)))
     if raw.get("model_type") == "cosmos3_omni":
         return qwen3_vl_vision_defaults(raw)
-    if raw.get("model_type") in ("qwen2_5_omni", "qwen3_asr") and isinstance(raw.get("thinker_config"), Mapping):
+    if raw.get("model_type") in ("qwen2_5_omni", "qwen3_asr", "qwen3_omni_moe") and isinstance(raw.get("thinker_config"), Mapping):
         # vLLM builds the thinker only, on hf_config.thinker_config (qwen2_5_omni_thinker.py /
         # qwen3_asr.py); the talker and token2wav are not loaded (their weights map to None)
         rest = {k: v for k, v in raw.items() if k != "thinker_config"}

@@ -11,7 +11,7 @@ from typing import Any
 from vmemplan.core.graph import GraphContext, WeightTensor, attention_scales
 from vmemplan.laws.multimodal import limit_for
 from vmemplan.models.base import pad_vocab, register
-from vmemplan.models.gemma4_audio import gemma4_audio_tensors
+from vmemplan.models.gemma4_audio import gemma4_mm_extras
 from vmemplan.models.windowed import (
     _check_heads,
     _int,
@@ -169,7 +169,7 @@ class Gemma4(_WindowedBase):
         # Gemma4Model.normalizer: sqrt(hidden_size) as a scalar buffer in the model dtype
         out.append(WeightTensor("model.normalizer", "buffer", 1, 1))
         if ctx.pipeline_rank == 0:
-            out += gemma4_vision_tensors(cfg.raw, h, ctx) + gemma4_audio_tensors(cfg.raw, h, ctx)
+            out += gemma4_vision_tensors(cfg.raw, h, ctx) + gemma4_mm_extras(cfg.raw, h, ctx)
         return out
 
     def _rope_tensors(self) -> list[WeightTensor]:
@@ -250,5 +250,5 @@ def gemma4_vision_tensors(raw: Mapping[str, Any], text_hidden: int, ctx: GraphCo
         out.append(WeightTensor("vision_tower.std_bias+std_scale", "buffer", h, 1, 2))
     if vc.get("use_clipped_linears"):
         # four scalar bounds per clippable linear (7 per layer)
-        out.append(WeightTensor("vision_tower clipping bounds", "buffer", 1, 1, 4 * 7 * layers, dtype="float32"))
+        out.append(WeightTensor("vision_tower clipping bounds", "buffer", 1, 1, 4 * 7 * layers))
     return out
