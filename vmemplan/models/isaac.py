@@ -47,7 +47,7 @@ class Isaac(NaViTTowerMixin, Qwen3):
         return int(_vision(self.config).get("pixel_shuffle_scale_factor", self.config.raw.get("pixel_shuffle_scale", 1)))
 
     @property
-    def patches_per_token(self) -> int:  # type: ignore[override]
+    def patches_per_token(self) -> int:
         return self.shuffle() ** 2
 
     def with_mrope(self, tensors: list[WeightTensor]) -> list[WeightTensor]:

@@ -55,7 +55,7 @@ class _Lfm2VLTower(VisionEncoderMixin):
     """The tower half; combined with the ``text_config`` model's adapter."""
 
     modalities = ("image",)
-    shuffle_key = "downsample_factor"
+    shuffle_key: str | None = "downsample_factor"
 
     def vision_weight_tensors(self, config: Any, ctx: GraphContext) -> list[WeightTensor]:
         return siglip2_navit_tower(_vision(config), ctx.tensor_parallel_size) + unshuffle_projector(config)
@@ -66,7 +66,8 @@ class _Lfm2VLTower(VisionEncoderMixin):
         return {"image": int(config.raw.get("max_image_tokens", LFM2_VL_MAX_IMAGE_TOKENS))}
 
     def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
-        return super().weight_tensors(ctx) + self.tower_tensors(self.config, ctx)  # type: ignore[misc]
+        tower = self.tower_tensors(self.config, ctx)  # type: ignore[attr-defined]
+        return [*super().weight_tensors(ctx), *tower]  # type: ignore[misc]
 
 
 @register

@@ -120,7 +120,7 @@ class NaViTTowerMixin(VisionEncoderMixin):
     merge_default = 2
 
     @property
-    def patches_per_token(self) -> int:  # type: ignore[override]
+    def patches_per_token(self) -> int:
         vc = self.config.raw.get("vision_config") or {}  # type: ignore[attr-defined]
         merge = int(vc.get("spatial_merge_size", self.merge_default))
         return merge * merge
@@ -134,12 +134,13 @@ class NaViTTowerMixin(VisionEncoderMixin):
                 for t in tensors]
 
     def notes(self) -> tuple[str, ...]:
+        base: tuple[str, ...] = tuple(super().notes())  # type: ignore[misc]
         limits = getattr(self, "pixel_limits", None)
         if limits is None:
-            return super().notes()  # type: ignore[misc]
+            return base
         lo, hi = limits(self.config)  # type: ignore[attr-defined]
-        return super().notes() + (  # type: ignore[misc]
-            f"image pixel limits {lo}..{hi}; the checkpoint's preprocessor_config.json may set others",)
+        return base + (f"image pixel limits {lo}..{hi}; the checkpoint's preprocessor_config.json may set others",)
 
     def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
-        return self.with_mrope(super().weight_tensors(ctx)) + self.tower_tensors(self.config, ctx)  # type: ignore[misc]
+        tower = self.tower_tensors(self.config, ctx)  # type: ignore[attr-defined]
+        return self.with_mrope(super().weight_tensors(ctx)) + tower  # type: ignore[misc]
