@@ -50,6 +50,8 @@ SHIMS.update({"Glm5NextForCausalLM": "shims_glm5next.py"})  # FlashKDA extension
 SHIMS.update({"Step5ForCausalLM": "shims_step5.py"})  # flashinfer stand-in for the DSA adapter
 SHIMS.update({"Gemma3nForConditionalGeneration": "shims_gemma3n.py"})  # timm for the MobileNet-V5 tower
 SHIMS.update({"BloomForCausalLM": "shims_alibi.py", "Step1ForCausalLM": "shims_alibi.py"})  # ALiBi slopes on CPU (.tolist())
+SHIMS.update({"MiDashengLMModel": "shims_torchaudio.py"})  # torchaudio stand-in (absent from the oracle venv)
+SHIMS.update({"FunASRForConditionalGeneration": "shims_torchaudio.py"})  # its processor imports torchaudio.compliance.kaldi
 SHIMS.update({"ApertusForCausalLM": "shims_xielu.py"})  # xIELU scalars read on CPU (.item())
 SHIMS.update({"DeciLMForCausalLM": "shims_decilm.py"})  # stand-in for the remote DeciLMConfig (nemotron-nas)
 SHIMS.update({"NemotronHPuzzleForCausalLM": "shims_nemotron_h_puzzle.py"})  # stand-in for the remote NemotronHPuzzleConfig
@@ -64,6 +66,13 @@ SHIMS.update({a: "shims_pwal_meta.py" for a in ("Exaone4ForCausalLM", "LlamaForC
 SHIMS.update({a: "shims_pwal_meta.py" for a in ("Qwen3ForCausalLM", "Qwen3MoeForCausalLM", "MiniMaxM2ForCausalLM",
                                                 "MiMoV2FlashForCausalLM", "MiMoV2ForCausalLM",
                                                 "DeepseekV3BidirectionalModel")})
+SHIMS.update({"DotsOCRForCausalLM": "shims_dots_ocr.py"})  # vLLM's own DotsOCRConfig for the remote dots_ocr type
+SHIMS.update({"OpenCUAForConditionalGeneration": "shims_opencua.py"})  # stand-in for the remote OpenCUAConfig (opencua)
+SHIMS.update({"MiniCPMO": "shims_minicpmo.py"})  # stand-in for the remote MiniCPMOConfig, resampler pos_embed moved as after loading
+SHIMS.update({a: "shims_ovis2_5.py" for a in ("Ovis2_5", "Ovis2_6ForCausalLM", "Ovis2_6_MoeForCausalLM")})  # stand-in for the remote Ovis2_5_Config
+SHIMS.update({a: "shims_nano_nemotron_vl.py" for a in ("NemotronH_Nano_VL_V2", "NemotronH_Nano_Omni_Reasoning_V3", "NemotronH_Omni_Reasoning_V3", "NemotronH_Super_Omni_Reasoning_V3")})  # stand-in for the remote NemotronH_Nano_VL_V2_Config, tokenizer stand-in
+SHIMS.update({a: "shims_keye.py" for a in ("KeyeForConditionalGeneration", "KeyeVL1_5ForConditionalGeneration")})  # stand-in for the remote KeyeConfig
+SHIMS.update({"IsaacForConditionalGeneration": "shims_isaac.py"})  # the image token id without a tokenizer
 WEIGHT_KEYS = ("parameters_bytes", "buffers_bytes", "total_bytes", "by_dtype",
                "parameters_by_dtype", "buffers_by_dtype", "host_tensors_bytes", "num_tensors",
                "stage", "largest")

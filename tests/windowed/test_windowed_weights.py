@@ -15,9 +15,11 @@ from vmemplan.core.graph import GraphContext
 from vmemplan.model_config import gemma3_text_defaults
 from vmemplan.models.gemma2 import Gemma2
 from vmemplan.models.gemma3 import Gemma3
+from vmemplan.models.gemma3_mm import Gemma3MM
 from vmemplan.models.gemma4 import Gemma4
 from vmemplan.models.gpt_oss import GptOss
-from vmemplan.models.llama4 import Llama4, llama4_no_rope_layers
+from vmemplan.models.llama4 import llama4_no_rope_layers
+from vmemplan.models.llama4_mm import Llama4MM
 from vmemplan.models.mistral_windowed import MistralWindowed
 from vmemplan.models.windowed import gemma_layer_types
 
@@ -31,11 +33,11 @@ def _adapter(raw: dict):
 def test_registration(config_dict):
     assert type(_adapter(config_dict("mistralai--Mistral-7B-v0.1.json"))) is MistralWindowed
     assert type(_adapter(config_dict("google--gemma-2-9b.json"))) is Gemma2
-    assert type(_adapter(gemma3_text_defaults(config_dict("google--gemma-3-27b-it.json")))) is Gemma3
+    assert type(_adapter(gemma3_text_defaults(config_dict("google--gemma-3-27b-it.json")))) is Gemma3MM
     assert type(_adapter(config_dict("google--gemma-3-1b-it.json"))) is Gemma3
     assert type(_adapter(config_dict("google--gemma-4-26B-A4B.json"))) is Gemma4
     assert type(_adapter(config_dict("openai--gpt-oss-20b.json"))) is GptOss
-    assert type(_adapter(config_dict("meta-llama--Llama-4-Scout-17B-16E-Instruct.json"))) is Llama4
+    assert type(_adapter(config_dict("meta-llama--Llama-4-Scout-17B-16E-Instruct.json"))) is Llama4MM
 
 
 def test_mistral_7b_parameters(config_dict):
@@ -67,10 +69,16 @@ def test_gemma3_27b_text_parameters_and_rope(config_dict):
     # embed 262,208 × 5,376 = 1,409,630,208 (tied);
     # per layer: qkv (32 + 32) × 128 = 8,192 × 5,376 = 44,040,192; o 5,376 × 4,096 = 22,020,096;
     # MLP 3 × 5,376 × 21,504 = 346,816,512; 4 norms 21,504; q/k norms 256 → 412,898,560 × 62
-    # = 25,599,710,720; final norm 5,376 → 27,009,346,304 (+ ~0.4B SigLIP = published 27.4B)
+    # = 25,599,710,720; final norm 5,376 → 27,009,346,304
+    # SigLIP (1,152 wide, 27 layers, MLP 4,304, 896 / 14): per layer qkv 3 × 1,152² + 3,456, out
+    # 1,152² + 1,152, fc1 / fc2 2 × 4,304 × 1,152 + 4,304 + 1,152, 2 LayerNorms 4,608 → 15,239,504 ×
+    # 27 = 411,466,608; patch conv 1,152 × 3 × 14² + 1,152; 4,096 positions × 1,152 = 4,718,592;
+    # post-LN 2,304; projector 1,152 × 5,376 = 6,193,152 + soft-emb norm 1,152 → 423,060,336
+    # → 27,432,406,640 (the published 27.4B)
     a = _adapter(gemma3_text_defaults(config_dict("google--gemma-3-27b-it.json")))
-    assert a.total_params() == 27_009_346_304
-    ropes = sorted((t.rows, t.cols) for t in a.weight_tensors(GraphContext()) if t.kind == "buffer" and t.cols > 1)
+    assert a.total_params() == 27_009_346_304 + 423_060_336
+    ropes = sorted((t.rows, t.cols) for t in a.weight_tensors(GraphContext())
+                   if t.kind == "buffer" and t.cols > 1 and "rotary" in t.name)
     # local cache 131,072 rows, global (linear ×8) 1,048,576 rows, both 128 wide
     assert ropes == [(131_072, 128), (1_048_576, 128)]
 
@@ -157,7 +165,9 @@ def test_gemma4_26b_text_weights_and_log_061(config_dict):
     # scalars (oracle fixture google-gemma-4-26B-A4B.derived-text): v_norm ones (25 × 256 + 5 × 512)
     # × 2 = 17,920, router norm ones 30 × 2,816 × 2 = 168,960, router root_size 60, the attention
     # scales 30 × 16 = 480, the normalizer 2 → 187,422
-    assert wb.total_bytes == 50_495_119_360 + 2 * vision + 402_653_184 + 60 + 4_608 + 187_422
+    # + the tower's fp32 rotary inv_freq / original_inv_freq (2 × 18 × 4 = 144) and the embedder's
+    # has_weight=False RMSNorm ones (1,152 × 2 = 2,304), oracle fixture google-gemma-4-26B-A4B.tp1
+    assert wb.total_bytes == 50_495_119_360 + 2 * vision + 402_653_184 + 60 + 4_608 + 187_422 + 144 + 2_304
     # = 48.47 GiB of tensors; priced as the CUDA allocator rounds them (2 MiB segments for the
     # large ones), 48.494 GiB: log 061 (0.19.x, bf16, A100) prints "Model loading took 48.5 GiB"
     assert round(wb.total_bytes / GIB, 2) == 48.47
@@ -173,9 +183,13 @@ def test_llama4_scout_text_parameters(config_dict):
     #   router 16 × 5,120 = 81,920; experts 16 × 3 × 5,120 × 8,192 = 2,013,265,920;
     #   shared expert 3 × 5,120 × 8,192 = 125,829,120; 2 norms 10,240 → 2,202,101,760 × 48
     #   = 105,700,884,480; embed + head 2 × 202,048 × 5,120 = 2,068,971,520; norm 5,120
-    # → 107,769,861,120 (+ the vision tower ≈ the published 109B)
+    # → 107,769,861,120; the vision tower (1,408 wide, 34 layers, MLP 5,632): per layer qkv 4,224 ×
+    #   1,408 + 4,224, o 1,408² + 1,408, fc1 / fc2 2 × 5,632 × 1,408 + 5,632 + 1,408, 2 LayerNorms
+    #   5,632 → 23,807,872 × 34 = 809,467,648; patch 1,408 × 588 = 827,904; class 1,408; 577
+    #   positions × 1,408 = 812,416; pre/post LN 5,632; adapter 4,096 × 5,632 + 4,096²
+    #   = 39,845,888; projector 5,120 × 4,096 = 20,971,520 → 871,932,416 (the published 109B in all)
     a = _adapter(config_dict("meta-llama--Llama-4-Scout-17B-16E-Instruct.json"))
-    assert a.total_params() == 107_769_861_120
+    assert a.total_params() == 107_769_861_120 + 871_932_416
 
 
 @given(tp=st.sampled_from([1, 2, 4, 8]))

@@ -32,7 +32,7 @@ from typing import Any
 from vmemplan.core.graph import GraphContext, WeightTensor
 from vmemplan.laws import multimodal as mm_law
 from vmemplan.models.base import Adapter, register
-from vmemplan.models.internvl import _with_language_model
+from vmemplan.models.internvl import language_model_new
 from vmemplan.models.llava_next import anyres_unpadded_grid
 from vmemplan.models.llava_video import _OnevisionTower
 from vmemplan.models.vision_towers import _need, _vision
@@ -113,8 +113,7 @@ class Bee(_BeeTower, Adapter):
 
     architectures = ("BeeForConditionalGeneration",)
 
-    def __new__(cls, config: Any) -> Any:
-        return _with_language_model(_BeeTower, config)
+    __new__ = language_model_new(_BeeTower)
 
 
 @register
@@ -123,5 +122,4 @@ class RVL(_RTower, Adapter):
 
     architectures = ("RForConditionalGeneration",)
 
-    def __new__(cls, config: Any) -> Any:
-        return _with_language_model(_RTower, config)
+    __new__ = language_model_new(_RTower)

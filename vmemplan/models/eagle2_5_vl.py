@@ -26,7 +26,12 @@ from typing import Any
 
 from vmemplan.core.graph import GraphContext, WeightTensor
 from vmemplan.models.base import Adapter, register
-from vmemplan.models.internvl import _InternVLTower, _shuffle_factor, _with_language_model, internvl_projector
+from vmemplan.models.internvl import (
+    _InternVLTower,
+    _shuffle_factor,
+    internvl_projector,
+    language_model_new,
+)
 from vmemplan.models.paligemma import siglip_vision, siglip_with_positions
 from vmemplan.models.vision_towers import _need, _tower_tp
 
@@ -75,5 +80,4 @@ class Eagle2_5_VL(_EagleTower, Adapter):
 
     architectures = ("Eagle2_5_VLForConditionalGeneration",)
 
-    def __new__(cls, config: Any) -> Any:
-        return _with_language_model(_EagleTower, config)
+    __new__ = language_model_new(_EagleTower)

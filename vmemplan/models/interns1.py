@@ -23,10 +23,8 @@ copy of the config (see tests/fixtures/oracle/configs/SOURCES.md).
 
 from __future__ import annotations
 
-from typing import Any
-
 from vmemplan.models.base import Adapter, register
-from vmemplan.models.internvl import _HFTower, _with_language_model
+from vmemplan.models.internvl import _HFTower, language_model_new
 
 __all__ = ["InternS1"]
 
@@ -38,5 +36,4 @@ class InternS1(_HFTower, Adapter):
 
     architectures = ("InternS1ForConditionalGeneration",)
 
-    def __new__(cls, config: Any) -> Any:
-        return _with_language_model(_HFTower, config)
+    __new__ = language_model_new(_HFTower)

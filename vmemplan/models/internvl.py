@@ -277,6 +277,16 @@ def _with_language_model(tower: type, config: Any) -> Adapter:
     return combined(tower, _language_model_class(config), config)
 
 
+def language_model_new(tower: type) -> Any:
+    """The ``__new__`` of a registered chat-format adapter: ``tower`` over the adapter of the
+    config's own language model (:func:`_with_language_model`)."""
+
+    def __new__(cls: type, config: Any) -> Adapter:
+        return _with_language_model(tower, config)
+
+    return __new__
+
+
 def combined(tower: type, lm: type, config: Any) -> Adapter:
     """An adapter of ``tower`` (a vision half) over the language model's adapter class ``lm``
     (one class per pair, made once), built for ``config``."""
@@ -292,8 +302,7 @@ class InternVLChat(_ChatTower, Adapter):
 
     architectures = ("InternVLChatModel",)
 
-    def __new__(cls, config: Any) -> Any:
-        return _with_language_model(_ChatTower, config)
+    __new__ = language_model_new(_ChatTower)
 
 
 @register
@@ -303,5 +312,4 @@ class InternVLHF(_HFTower, Adapter):
 
     architectures = ("InternVLForConditionalGeneration",)
 
-    def __new__(cls, config: Any) -> Any:
-        return _with_language_model(_HFTower, config)
+    __new__ = language_model_new(_HFTower)

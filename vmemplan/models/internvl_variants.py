@@ -15,7 +15,12 @@ from typing import Any
 
 from vmemplan.core.graph import GraphContext, WeightTensor
 from vmemplan.models.base import Adapter, register
-from vmemplan.models.internvl import _ChatTower, _shuffle_factor, _with_language_model, intern_vit_tower
+from vmemplan.models.internvl import (
+    _ChatTower,
+    _shuffle_factor,
+    intern_vit_tower,
+    language_model_new,
+)
 from vmemplan.models.vision_towers import _need, _vision
 
 __all__ = ["NVLMD", "SkyworkR1VChat"]
@@ -60,8 +65,7 @@ class NVLMD(_NVLMTower, Adapter):
 
     architectures = ("NVLM_D",)
 
-    def __new__(cls, config: Any) -> Any:
-        return _with_language_model(_NVLMTower, config)
+    __new__ = language_model_new(_NVLMTower)
 
 
 class _SkyworkTower(_ImageOnlyTower):
@@ -74,5 +78,4 @@ class SkyworkR1VChat(_SkyworkTower, Adapter):
 
     architectures = ("SkyworkR1VChatModel",)
 
-    def __new__(cls, config: Any) -> Any:
-        return _with_language_model(_SkyworkTower, config)
+    __new__ = language_model_new(_SkyworkTower)

@@ -29,7 +29,7 @@ from typing import Any
 from vmemplan.core.graph import GraphContext, WeightTensor
 from vmemplan.laws import multimodal as mm_law
 from vmemplan.models.base import Adapter, register
-from vmemplan.models.internvl import _ChatTower, _with_language_model
+from vmemplan.models.internvl import _ChatTower, language_model_new
 from vmemplan.models.llava_next import anyres_image_tokens
 from vmemplan.models.multimodal import VisionEncoderMixin, _feature_layers
 from vmemplan.models.vision_towers import _need, _vision, clip_tower, siglip_tower
@@ -146,8 +146,7 @@ class LlavaNextVideo(_NextVideoTower, Adapter):
 
     architectures = ("LlavaNextVideoForConditionalGeneration",)
 
-    def __new__(cls, config: Any) -> Any:
-        return _with_language_model(_NextVideoTower, config)
+    __new__ = language_model_new(_NextVideoTower)
 
 
 @register
@@ -157,8 +156,7 @@ class LlavaOnevision(_OnevisionTower, Adapter):
 
     architectures = ("LlavaOnevisionForConditionalGeneration",)
 
-    def __new__(cls, config: Any) -> Any:
-        return _with_language_model(_OnevisionTower, config)
+    __new__ = language_model_new(_OnevisionTower)
 
 
 class _H2OVLTower(_ChatTower):
@@ -176,5 +174,4 @@ class H2OVLChat(_H2OVLTower, Adapter):
 
     architectures = ("H2OVLChatModel",)
 
-    def __new__(cls, config: Any) -> Any:
-        return _with_language_model(_H2OVLTower, config)
+    __new__ = language_model_new(_H2OVLTower)

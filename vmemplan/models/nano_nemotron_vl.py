@@ -38,7 +38,7 @@ from vmemplan.core.errors import ModelConfigError
 from vmemplan.core.graph import GraphContext, WeightTensor
 from vmemplan.laws import multimodal as mm_law
 from vmemplan.models.base import Adapter, register
-from vmemplan.models.internvl import _with_language_model
+from vmemplan.models.internvl import language_model_new
 from vmemplan.models.multimodal import VisionEncoderMixin
 from vmemplan.models.parakeet import projected_parakeet
 from vmemplan.models.radio import radio_dims, radio_tower
@@ -121,8 +121,7 @@ class NemotronNanoVLV2(_NanoNemotronVLTower, Adapter):
 
     architectures = ("NemotronH_Nano_VL_V2",)
 
-    def __new__(cls, config: Any) -> Any:
-        return _with_language_model(_NanoNemotronVLTower, config)
+    __new__ = language_model_new(_NanoNemotronVLTower)
 
 
 class _OmniTower(_NanoNemotronVLTower):
@@ -138,5 +137,4 @@ class NemotronOmniV3(_OmniTower, Adapter):
     architectures = ("NemotronH_Nano_Omni_Reasoning_V3", "NemotronH_Omni_Reasoning_V3",
                      "NemotronH_Super_Omni_Reasoning_V3")
 
-    def __new__(cls, config: Any) -> Any:
-        return _with_language_model(_OmniTower, config)
+    __new__ = language_model_new(_OmniTower)

@@ -29,7 +29,7 @@ from typing import Any
 from vmemplan.core.graph import GraphContext, WeightTensor
 from vmemplan.models.base import Adapter, register
 from vmemplan.models.eagle2_5_vl import SiglipInternTower
-from vmemplan.models.internvl import _shuffle_factor, _with_language_model, internvl_projector
+from vmemplan.models.internvl import _shuffle_factor, internvl_projector, language_model_new
 from vmemplan.models.paligemma import siglip_vision, siglip_with_positions
 from vmemplan.models.vision_towers import _need
 
@@ -75,5 +75,4 @@ class LlamaNemotronVLEmbed(_NemotronVLEmbedTower, Adapter):
     architectures = ("LlamaNemotronVLModel",)
     default_runner = "pooling"
 
-    def __new__(cls, config: Any) -> Any:
-        return _with_language_model(_NemotronVLEmbedTower, config)
+    __new__ = language_model_new(_NemotronVLEmbedTower)

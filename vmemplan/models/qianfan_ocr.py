@@ -29,7 +29,7 @@ from typing import Any
 from vmemplan.core.graph import GraphContext, WeightTensor
 from vmemplan.laws import multimodal as mm_law
 from vmemplan.models.base import Adapter, register
-from vmemplan.models.internvl import _ChatTower, _with_language_model
+from vmemplan.models.internvl import _ChatTower, language_model_new
 from vmemplan.models.vision_towers import _vision
 
 __all__ = ["QianfanOCR", "intern_vit_fields"]
@@ -76,5 +76,4 @@ class QianfanOCR(_QianfanTower, Adapter):
 
     architectures = ("QianfanOCRForConditionalGeneration",)
 
-    def __new__(cls, config: Any) -> Any:
-        return _with_language_model(_QianfanTower, config)
+    __new__ = language_model_new(_QianfanTower)

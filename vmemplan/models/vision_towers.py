@@ -97,59 +97,47 @@ def _uses_mrope(config: Any) -> bool:
 # --------------------------------------------------------------------------------------
 
 
-def qwen2_5_vl_tower(vc: Mapping[str, Any], tp: int) -> list[WeightTensor]:
-    """Qwen2.5-VL vision transformer (qwen2_5_vl.py::Qwen2_5_VisionTransformer, 0.33.0):
-    Conv3d patch embed (no bias), ``depth`` blocks of [RMSNorm ×2, qkv (bias), proj (bias),
-    gated MLP gate_up/down (bias)], a merger [RMSNorm, Linear(4c→4c), Linear(4c→out)] and a
-    rotary cache of 8192 × head_dim/2."""
-    c, depth, heads, inter, out, patch, tpatch, merge = _merger_vit(
-        vc, width_keys=("hidden_size", "embed_dim"), patch_keys=("patch_size", "spatial_patch_size"))
+def _qwen_vit(g: _MergerViT, vc: Mapping[str, Any], tp: int, *, gated: bool, norm_biases: bool) -> list[WeightTensor]:
+    """The Qwen2-VL / Qwen2.5-VL ViT: Conv3d patch embed (no bias), ``depth`` blocks of [two norms,
+    qkv (bias), proj (bias), MLP (bias): gated gate_up/down or fc1/fc2], the merger [ln_q,
+    Linear(4c→4c), Linear(4c→out)] and a rotary cache of 8192 × head_dim/2."""
+    c, depth, m = g.width, g.depth, g.width * g.merge * g.merge
     chans = int(vc.get("in_chans", vc.get("in_channels", 3)))
-    _split(heads, tp, "attention heads")
+    _split(g.heads, tp, "attention heads")
     qkv = 3 * _split(c, tp, "width")
-    i = _split(inter, tp, "MLP width")
-    m = c * merge * merge
+    i = _split(g.intermediate, tp, "MLP width")
+    up, down = ("gate_up_proj", "down_proj") if gated else ("fc1", "fc2")
+    up_rows, norms = (2 * i if gated else i), (2 if norm_biases else 1)
     return [
-        _enc("patch_embed.proj", c, chans * tpatch * patch * patch),
-        _enc("blocks.norm1+norm2", c, 1, 2 * depth),
+        _enc("patch_embed.proj", c, chans * g.temporal_patch * g.patch * g.patch),
+        _enc("blocks.norm1+norm2" + (" (weight, bias)" if norm_biases else ""), c, 1, 2 * norms * depth),
         _enc("blocks.attn.qkv", qkv, c, depth), _enc("blocks.attn.qkv.bias", qkv, 1, depth),
         _enc("blocks.attn.proj", c, c // tp, depth), _enc("blocks.attn.proj.bias", c, 1, depth),
-        _enc("blocks.mlp.gate_up_proj", 2 * i, c, depth), _enc("blocks.mlp.gate_up_proj.bias", 2 * i, 1, depth),
-        _enc("blocks.mlp.down_proj", c, i, depth), _enc("blocks.mlp.down_proj.bias", c, 1, depth),
-        _enc("merger.ln_q", c),
+        _enc(f"blocks.mlp.{up}", up_rows, c, depth), _enc(f"blocks.mlp.{up}.bias", up_rows, 1, depth),
+        _enc(f"blocks.mlp.{down}", c, i, depth), _enc(f"blocks.mlp.{down}.bias", c, 1, depth),
+        _enc("merger.ln_q", c, 1, norms),
         _enc("merger.mlp.0", m // tp, m), _enc("merger.mlp.0.bias", m // tp),
-        _enc("merger.mlp.2", out, m // tp), _enc("merger.mlp.2.bias", out),
-        WeightTensor("visual.rotary_pos_emb.cos_sin_cache", "buffer", 8192, (c // heads) // 2),
+        _enc("merger.mlp.2", g.out, m // tp), _enc("merger.mlp.2.bias", g.out),
+        WeightTensor("visual.rotary_pos_emb.cos_sin_cache", "buffer", 8192, (c // g.heads) // 2),
     ]
+
+
+def qwen2_5_vl_tower(vc: Mapping[str, Any], tp: int) -> list[WeightTensor]:
+    """Qwen2.5-VL vision transformer (qwen2_5_vl.py::Qwen2_5_VisionTransformer, 0.33.0): RMSNorms
+    and a gated MLP (:func:`_qwen_vit`)."""
+    g = _merger_vit(vc, width_keys=("hidden_size", "embed_dim"), patch_keys=("patch_size", "spatial_patch_size"))
+    return _qwen_vit(g, vc, tp, gated=True, norm_biases=False)
 
 
 def qwen2_vl_tower(vc: Mapping[str, Any], tp: int) -> list[WeightTensor]:
-    """Qwen2-VL vision transformer (qwen2_vl.py::Qwen2VisionTransformer, 0.33.0): Conv3d patch
-    embed (no bias), ``depth`` blocks of [LayerNorm ×2 (weight+bias), qkv (bias), proj (bias),
-    fc1/fc2 of ``embed_dim × mlp_ratio`` (bias)], a merger [LayerNorm ln_q, Linear(4c→4c),
-    Linear(4c→hidden)] and a rotary cache of 8192 × head_dim/2; ``hidden_size`` is the merger's
-    output width, ``embed_dim`` the tower's."""
-    c, depth, heads = _need(vc, "embed_dim"), _need(vc, "depth"), _need(vc, "num_heads")
-    inter = int(c * float(vc.get("mlp_ratio", 4)))
-    out, patch = _need(vc, "hidden_size"), _need(vc, "patch_size", "spatial_patch_size")
-    tpatch, merge = int(vc.get("temporal_patch_size", 2)), int(vc.get("spatial_merge_size", 2))
-    chans = int(vc.get("in_chans", vc.get("in_channels", 3)))
-    _split(heads, tp, "attention heads")
-    qkv = 3 * _split(c, tp, "width")
-    i = _split(inter, tp, "MLP width")
-    m = c * merge * merge
-    return [
-        _enc("patch_embed.proj", c, chans * tpatch * patch * patch),
-        _enc("blocks.norm1+norm2 (weight, bias)", c, 1, 4 * depth),
-        _enc("blocks.attn.qkv", qkv, c, depth), _enc("blocks.attn.qkv.bias", qkv, 1, depth),
-        _enc("blocks.attn.proj", c, c // tp, depth), _enc("blocks.attn.proj.bias", c, 1, depth),
-        _enc("blocks.mlp.fc1", i, c, depth), _enc("blocks.mlp.fc1.bias", i, 1, depth),
-        _enc("blocks.mlp.fc2", c, i, depth), _enc("blocks.mlp.fc2.bias", c, 1, depth),
-        _enc("merger.ln_q (weight, bias)", c, 1, 2),
-        _enc("merger.mlp.0", m // tp, m), _enc("merger.mlp.0.bias", m // tp),
-        _enc("merger.mlp.2", out, m // tp), _enc("merger.mlp.2.bias", out),
-        WeightTensor("visual.rotary_pos_emb.cos_sin_cache", "buffer", 8192, (c // heads) // 2),
-    ]
+    """Qwen2-VL vision transformer (qwen2_vl.py::Qwen2VisionTransformer, 0.33.0): LayerNorms
+    (weight + bias) and fc1/fc2 of ``embed_dim × mlp_ratio`` (:func:`_qwen_vit`); ``hidden_size``
+    is the merger's output width, ``embed_dim`` the tower's."""
+    c = _need(vc, "embed_dim")
+    g = _MergerViT(c, _need(vc, "depth"), _need(vc, "num_heads"), int(c * float(vc.get("mlp_ratio", 4))),
+                   _need(vc, "hidden_size"), _need(vc, "patch_size", "spatial_patch_size"),
+                   int(vc.get("temporal_patch_size", 2)), int(vc.get("spatial_merge_size", 2)))
+    return _qwen_vit(g, vc, tp, gated=False, norm_biases=True)
 
 
 def qwen3_vl_tower(vc: Mapping[str, Any], tp: int) -> list[WeightTensor]:
