@@ -89,6 +89,9 @@ MULTIMODAL.update({"Qwen--Qwen2.5-VL-7B-Instruct": (1, 2), "google--gemma-3-27b-
                    "google--gemma-4-26B-A4B": (1, 2), "meta-llama--Llama-4-Scout-17B-16E-Instruct": (1, 8),
                    "mistralai--Mistral-Small-3.1-24B-Instruct-2503": (1, 2), "Qwen--Qwen3.5-35B-A3B": (1, 2)})
 MULTIMODAL.update({"Qwen--Qwen2-VL-7B-Instruct.synthetic": (1, 2), "Qwen--Qwen3-VL-8B-Instruct.synthetic": (1, 2)})
+# remote-code configs through bench/oracle/shims_remote_standins.py: InternVL chat format, MiniCPM-V 2.6, Phi-4-MM
+MULTIMODAL.update({"OpenGVLab--InternVL3-1B.transcribed": (1, 2), "openbmb--MiniCPM-V-2_6.synthetic": (1, 2),
+                   "microsoft--Phi-4-multimodal-instruct.transcribed": (1, 2)})
 MULTIMODAL.update({"fixie-ai--ultravox-v0_5-llama-3_2-1b.derived": (1, 2)})  # UltravoxModel (vmemplan/models/ultravox.py)
 MULTIMODAL.update({"Qwen--Qwen3-Omni-30B-A3B-Instruct.transcribed-trimmed": (1, 2)})  # Qwen3OmniMoeForConditionalGeneration (vmemplan/models/qwen3_omni.py)
 MULTIMODAL.update({"Qwen--Qwen3-ASR-1.7B.as-Realtime.derived": (1, 2)})  # Qwen3ASRRealtimeGeneration (vmemplan/models/qwen3_asr_realtime.py)

@@ -45,6 +45,7 @@ KEEP = (
 SHIMS = {"FlintForCausalLM": "shims_flint.py", "Qwen4ExpForCausalLM": "shims_qwen4_exp.py"}
 SHIMS.update({"DeepseekVLV2ForCausalLM": "shims_deepseek_vl2.py", "DeepseekOCRForCausalLM": "shims_deepseek_vl2.py"})
 SHIMS.update({"Qwen4ExpForConditionalGeneration": "shims_qwen4_exp.py"})  # Qwen4Exp text model under the Qwen3 ViT
+SHIMS.update({a: "shims_remote_standins.py" for a in ("InternVLChatModel", "MiniCPMV", "Phi4MMForCausalLM")})  # remote-code configs
 SHIMS.update({"KimiK3ForConditionalGeneration": "shims_kimi_k3.py"})  # the tower's host time_weight buffer moved as on a GPU
 SHIMS.update({"Glm5NextForCausalLM": "shims_glm5next.py"})  # FlashKDA extension stand-in (GLM-5.3-Flash)
 SHIMS.update({"Step5ForCausalLM": "shims_step5.py"})  # flashinfer stand-in for the DSA adapter
