@@ -92,6 +92,8 @@ MULTIMODAL.update({"Qwen--Qwen2-VL-7B-Instruct.synthetic": (1, 2), "Qwen--Qwen3-
 # remote-code configs through bench/oracle/shims_remote_standins.py: InternVL chat format, MiniCPM-V 2.6, Phi-4-MM
 MULTIMODAL.update({"OpenGVLab--InternVL3-1B.transcribed": (1, 2), "openbmb--MiniCPM-V-2_6.synthetic": (1, 2),
                    "microsoft--Phi-4-multimodal-instruct.transcribed": (1, 2)})
+# vLLM maps Qwen2_5OmniForConditionalGeneration to the same thinker class as Qwen2_5OmniModel (registry.py)
+MULTIMODAL.update({"Qwen--Qwen2.5-Omni-3B.as-Qwen2_5OmniForConditionalGeneration.derived": (1, 2)})
 MULTIMODAL.update({"fixie-ai--ultravox-v0_5-llama-3_2-1b.derived": (1, 2)})  # UltravoxModel (vmemplan/models/ultravox.py)
 MULTIMODAL.update({"Qwen--Qwen3-Omni-30B-A3B-Instruct.transcribed-trimmed": (1, 2)})  # Qwen3OmniMoeForConditionalGeneration (vmemplan/models/qwen3_omni.py)
 MULTIMODAL.update({"Qwen--Qwen3-ASR-1.7B.as-Realtime.derived": (1, 2)})  # Qwen3ASRRealtimeGeneration (vmemplan/models/qwen3_asr_realtime.py)
