@@ -124,14 +124,20 @@ MULTIMODAL.update({"LGAI-EXAONE--EXAONE-4.5-33B.transcribed-trimmed": (1, 2)})  
 MULTIMODAL.update({"AIDC-AI--Ovis-aimv2-on-Qwen2.5-7B.synthetic": (1, 2)})  # Ovis (vmemplan/models/ovis.py)
 MULTIMODAL.update({"LiquidAI--Lfm2VlConfig-on-LFM2.5-1.2B.derived.synthetic": (1, 2)})  # Lfm2VlForConditionalGeneration (vmemplan/models/lfm2_vl.py)
 MULTIMODAL.update({"microsoft--Phi4ForCausalLMV-on-phi-4.derived.synthetic.oracle-phi3": (1, 2)})  # Phi4ForCausalLMV (vmemplan/models/phi4siglip.py)
+# other names of planned classes, on derived configs (vLLM 0.33 registry.py maps them to a class already checked):
+# Nemotron Omni V3 (NemotronH_Nano_VL_V2 class), NVLM-D and Skywork-R1V (InternVL chat format kin)
+MULTIMODAL.update({"nvidia--Nemotron-Nano-Omni-V3-30B-A3B.as-NemotronH_Omni_Reasoning_V3.derived": (1, 2),
+                   "nvidia--Nemotron-Nano-Omni-V3-30B-A3B.as-NemotronH_Super_Omni_Reasoning_V3.derived": (1, 2),
+                   "OpenGVLab--InternVL3-1B.as-NVLM_D.derived": (1, 2),
+                   "OpenGVLab--InternVL3-1B.as-SkyworkR1VChatModel.derived": (1, 2)})
 # embedding (pooling) architectures checked too: vLLM 0.33.0 lists them in _EMBEDDING_MODELS and picks
 # --runner pooling for them itself (vllm/config/model.py::_get_default_runner_type), so the oracle needs
 # no flag; the TPs to run where the default TP > 1 would not divide the heads (vmemplan/models/pooling_decoders.py)
 EMBEDDING = {"LlamaModel", "MistralModel", "Qwen2Model", "Gemma2Model", "Gemma3TextModel", "LlamaBidirectionalModel",
              "VoyageQwen3BidirectionalEmbedModel", "Lfm2BidirectionalModel", "DeepseekV3BidirectionalModel", "JinaEmbeddingsV5Model", "BertModel", "BertForMaskedLM", "BertSpladeSparseEmbeddingModel",
              "RobertaModel", "RobertaForMaskedLM", "XLMRobertaModel", "BgeM3EmbeddingModel", "ModernBertModel",
-             "GteModel", "NomicBertModel", "CLIPModel", "SiglipModel",
-             "ColPaliForRetrieval"}
+             "GteModel", "GteNewModel", "NomicBertModel", "CLIPModel", "SiglipModel",
+             "ColPaliForRetrieval", "EmbeddingGemma2Model"}
 EMBEDDING_TPS = {"google--embeddinggemma-300m.transcribed": (1, 3)}
 # skip a file whose twin is a plain copy of the same checkpoint
 SKIP_SUFFIXES = (".hf_quant_config.json",)

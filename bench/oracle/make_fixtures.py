@@ -74,6 +74,8 @@ SHIMS.update({a: "shims_ovis2_5.py" for a in ("Ovis2_5", "Ovis2_6ForCausalLM", "
 SHIMS.update({a: "shims_nano_nemotron_vl.py" for a in ("NemotronH_Nano_VL_V2", "NemotronH_Nano_Omni_Reasoning_V3", "NemotronH_Omni_Reasoning_V3", "NemotronH_Super_Omni_Reasoning_V3")})  # stand-in for the remote NemotronH_Nano_VL_V2_Config, tokenizer stand-in
 SHIMS.update({a: "shims_keye.py" for a in ("KeyeForConditionalGeneration", "KeyeVL1_5ForConditionalGeneration")})  # stand-in for the remote KeyeConfig
 SHIMS.update({"IsaacForConditionalGeneration": "shims_isaac.py"})  # the image token id without a tokenizer
+SHIMS.update({a: "shims_remote_standins.py" for a in ("NVLM_D", "SkyworkR1VChatModel")})  # relabelled InternVL chat-format configs
+SHIMS.update({"GteNewModel": "shims_remote_standins.py"})  # stand-in for the remote NewConfig (model_type new)
 WEIGHT_KEYS = ("parameters_bytes", "buffers_bytes", "total_bytes", "by_dtype",
                "parameters_by_dtype", "buffers_by_dtype", "host_tensors_bytes", "num_tensors",
                "stage", "largest")

@@ -109,7 +109,18 @@ def phi4mm() -> None:
     AutoConfig.register("phi4mm", Phi4MMConfig, exist_ok=True)
 
 
-STANDINS = {"internvl_chat": internvl_chat, "minicpmv": minicpmv, "phi4mm": phi4mm}
+def new() -> None:
+    """Alibaba-NLP's ``new`` (gte-*-v1.5, GteNewModel): the remote configuration_new.py's NewConfig
+    carries GteConfig's keys; vLLM's GteNewModelConfig asserts the class is named NewConfig."""
+    from transformers import GteConfig
+
+    class NewConfig(GteConfig):
+        model_type = "new"
+
+    AutoConfig.register("new", NewConfig, exist_ok=True)
+
+
+STANDINS = {"internvl_chat": internvl_chat, "minicpmv": minicpmv, "phi4mm": phi4mm, "new": new}
 
 
 def main() -> None:

@@ -1,6 +1,7 @@
 #!/usr/bin/env python
 """Emulation shim for the vllm-oracle on the remote-code configs of InternVL (chat format),
-MiniCPM-V 2.x and Phi-4-multimodal (vLLM 0.33.0 internvl.py, minicpmv.py, phi4mm.py).
+MiniCPM-V 2.x, Phi-4-multimodal and Alibaba-NLP's gte v1.5 (vLLM 0.33.0 internvl.py, minicpmv.py,
+phi4mm.py, bert_with_rope.py::GteNewModel); also NVLM-D and Skywork-R1V on InternVL chat-format configs.
 
     python bench/oracle/shims_remote_standins.py <vllm-oracle>/oracle.py CONFIG --available-bytes N --tp T ...
 
@@ -9,7 +10,7 @@ MiniCPM-V 2.x and Phi-4-multimodal (vLLM 0.33.0 internvl.py, minicpmv.py, phi4mm
 
 What it does (nothing else): registers with transformers' ``AutoConfig`` the stand-in for the
 config's ``model_type`` that bench/oracle/remote_code_standins.py defines (``internvl_chat``,
-``minicpmv``, ``phi4mm``: the checkpoint's own configuration_*.py is remote code, which the oracle
+``minicpmv``, ``phi4mm``, ``new``: the checkpoint's own configuration_*.py is remote code, which the oracle
 does not run), with that module's answers for what the checkpoint's remote processor would say
 (InternVL's video token, MiniCPM-V's supported limits); for MiniCPM-V it also moves the resampler's
 host ``pos_embed`` to the device as ``MiniCPMVBaseModel._ensure_resampler_device`` does after the

@@ -41,6 +41,7 @@ ARCHITECTURE_MODULES: dict[str, str] = {
     'DoryForCausalLM': 'dory',
     'DotsOCRForCausalLM': 'dots_ocr',
     'Eagle2_5_VLForConditionalGeneration': 'eagle2_5_vl',
+    'EmbeddingGemma2Model': 'embedding_gemma2',
     'Ernie4_5_MoeForCausalLM': 'ernie45_moe',
     'Exaone4_5_ForConditionalGeneration': 'exaone4_5',
     'ExaoneMoEForCausalLM': 'exaone_moe',
