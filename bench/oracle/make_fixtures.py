@@ -77,6 +77,7 @@ SHIMS.update({"IsaacForConditionalGeneration": "shims_isaac.py"})  # the image t
 SHIMS.update({a: "shims_remote_standins.py" for a in ("NVLM_D", "SkyworkR1VChatModel")})  # relabelled InternVL chat-format configs
 SHIMS.update({"GteNewModel": "shims_remote_standins.py"})  # stand-in for the remote NewConfig (model_type new)
 SHIMS.update({"MoonshotKimiaForCausalLM": "shims_kimi_audio.py"})  # stand-in for the remote moonshot_kimia config, the checkpoint's whisper-large-v3 sub-config
+SHIMS.update({"VoxtralRealtimeGeneration": "shims_voxtral_realtime.py"})  # the streaming delay count its __init__ reads from the Mistral tokenizer
 WEIGHT_KEYS = ("parameters_bytes", "buffers_bytes", "total_bytes", "by_dtype",
                "parameters_by_dtype", "buffers_by_dtype", "host_tensors_bytes", "num_tensors",
                "stage", "largest")
