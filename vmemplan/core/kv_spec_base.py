@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import replace
+from fractions import Fraction
 from typing import Any, Literal, Protocol
 
 from vmemplan.core.errors import UsageError
@@ -209,7 +210,7 @@ class _AttentionMixin(_SpecBase):
     cache_dtype: str
     dtype_bytes: int
     page_size_padded: int | None
-    tokens_per_state: int
+    tokens_per_state: int | Fraction
     state_content_bytes: int | None
     num_head_slots: int | None
     dcp_sharded: bool
@@ -232,7 +233,7 @@ class _AttentionMixin(_SpecBase):
     def num_states(self) -> int:
         """Stored records per block: ``block_size // tokens_per_state``."""
         if self.tokens_per_state > 0:
-            return self.block_size // self.tokens_per_state
+            return int(self.block_size // self.tokens_per_state)
         return 1
 
     @functools.cached_property  # per frozen spec: a pool sums these over every layer, many times a plan

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import KW_ONLY, field
+from fractions import Fraction
 from typing import ClassVar, Union
 
 from vmemplan.core.errors import UsageError
@@ -94,7 +95,9 @@ class _HeadAttentionFields(_AttentionMixin):
     dtype_bytes: int
     _: KW_ONLY
     page_size_padded: int | None = None
-    tokens_per_state: int = 1
+    #: tokens one stored state covers; vLLM's pooled Whisper-causal encoder stores ``block_pool_size``
+    #: states per token (``Fraction(1, block_pool_size)``, whisper_causal.py::get_kv_cache_spec)
+    tokens_per_state: int | Fraction = 1
     state_content_bytes: int | None = None
     num_head_slots: int | None = None
     dcp_sharded: bool = True
