@@ -99,12 +99,13 @@ class MoEDecoder(LlamaLike):
 
     # -- tensors --------------------------------------------------------------------
     def _expert_tensors(self, p: ExpertPlacement, experts: int, layers: int, prefix: str,
-                        kind: str = "expert") -> list[WeightTensor]:
-        """The fused expert pair for ``experts`` experts in each of ``layers`` layers."""
+                        kind: str = "expert", inter_full: int | None = None) -> list[WeightTensor]:
+        """The fused expert pair for ``experts`` experts in each of ``layers`` layers, each expert
+        ``inter_full`` wide (default: :meth:`expert_intermediate`)."""
         if experts <= 0 or layers <= 0:
             return []
         h = self.config.hidden_size
-        inter_full = self.expert_intermediate()
+        inter_full = self.expert_intermediate() if inter_full is None else inter_full
         inter = inter_full // p.moe_tp_size
         return [
             WeightTensor(f"{prefix}.w13_weight", kind, 2 * inter, h, experts * layers, True,  # type: ignore[arg-type]
