@@ -80,6 +80,7 @@ SHIMS.update({"MoonshotKimiaForCausalLM": "shims_kimi_audio.py"})  # stand-in fo
 SHIMS.update({"VoxtralRealtimeGeneration": "shims_voxtral_realtime.py"})  # the streaming delay count its __init__ reads from the Mistral tokenizer
 SHIMS.update({"Ernie4_5_VLMoeForConditionalGeneration": "shims_ernie45_vl.py"})  # stand-in for the remote Ernie4_5_VLMoEConfig (ernie4_5_moe_vl)
 SHIMS.update({"MolmoForCausalLM": "shims_molmo.py"})  # stand-in for the remote MolmoConfig (molmo)
+SHIMS.update({"Molmo2ForConditionalGeneration": "shims_molmo2.py"})  # stand-in for the remote Molmo2Config (molmo2)
 WEIGHT_KEYS = ("parameters_bytes", "buffers_bytes", "total_bytes", "by_dtype",
                "parameters_by_dtype", "buffers_by_dtype", "host_tensors_bytes", "num_tensors",
                "stage", "largest")

@@ -114,7 +114,7 @@ class Molmo(VisionEncoderMixin, LlamaLike):
 
     architectures = ("MolmoForCausalLM",)
     qk_norm_shape = "total"
-    patches_per_token = POOLING * POOLING  # type: ignore[assignment]
+    patches_per_token = POOLING * POOLING
 
     @property
     def qk_norm(self) -> bool:  # type: ignore[override]
@@ -127,15 +127,20 @@ class Molmo(VisionEncoderMixin, LlamaLike):
     def intermediate_size(self) -> int:
         return self.config.intermediate_size // 2
 
+    def vocab_rows(self) -> tuple[int, int]:
+        """(LM head rows, extra input-only embedding rows) before padding."""
+        return int(self.config.text.get("embedding_size") or self.config.vocab_size), ADDITIONAL_VOCAB_SIZE
+
     def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
-        """LlamaLike's tensors with the MLP at half width, the embedding ``+128`` rows and the LM head
-        at ``embedding_size``; MolmoModel builds the embedding, final norm and head on every stage."""
+        """LlamaLike's tensors with the MLP at :attr:`intermediate_size`, the embedding longer by the extra
+        ids and the LM head at the vocabulary (:meth:`vocab_rows`); the text model builds the embedding,
+        final norm and head on every stage."""
         cfg, span = self.config, self.rank_span(ctx)
-        vocab = int(cfg.text.get("embedding_size") or cfg.vocab_size)
+        vocab, extra = self.vocab_rows()
         drop = {"mlp.gate_up_proj", "mlp.down_proj", "model.embed_tokens", "lm_head", "model.norm"}
         out = [t for t in super().weight_tensors(ctx) if t.name not in drop]
         out += gated_mlp_tensors("mlp", self.intermediate_size, span.hidden, span.layers, span.tp)
-        out += [WeightTensor("model.embed_tokens", "embedding", pad_vocab(vocab + ADDITIONAL_VOCAB_SIZE) // span.tp,
+        out += [WeightTensor("model.embed_tokens", "embedding", pad_vocab(vocab + extra) // span.tp,
                              span.hidden)] + self._norm("model.norm", span.hidden)
         if not self.head_tied():
             out.append(WeightTensor("lm_head", "lm_head", pad_vocab(vocab) // span.tp, span.hidden))
