@@ -81,6 +81,7 @@ SHIMS.update({"VoxtralRealtimeGeneration": "shims_voxtral_realtime.py"})  # the 
 SHIMS.update({"Ernie4_5_VLMoeForConditionalGeneration": "shims_ernie45_vl.py"})  # stand-in for the remote Ernie4_5_VLMoEConfig (ernie4_5_moe_vl)
 SHIMS.update({"MolmoForCausalLM": "shims_molmo.py"})  # stand-in for the remote MolmoConfig (molmo)
 SHIMS.update({"Molmo2ForConditionalGeneration": "shims_molmo2.py"})  # stand-in for the remote Molmo2Config (molmo2)
+SHIMS.update({"FireRedASR2ForConditionalGeneration": "shims_fireredasr2.py"})  # RelPositionalEncoding's .item() while building its table
 WEIGHT_KEYS = ("parameters_bytes", "buffers_bytes", "total_bytes", "by_dtype",
                "parameters_by_dtype", "buffers_by_dtype", "host_tensors_bytes", "num_tensors",
                "stage", "largest")
