@@ -82,6 +82,7 @@ SHIMS.update({"Ernie4_5_VLMoeForConditionalGeneration": "shims_ernie45_vl.py"}) 
 SHIMS.update({"MolmoForCausalLM": "shims_molmo.py"})  # stand-in for the remote MolmoConfig (molmo)
 SHIMS.update({"Molmo2ForConditionalGeneration": "shims_molmo2.py"})  # stand-in for the remote Molmo2Config (molmo2)
 SHIMS.update({"FireRedASR2ForConditionalGeneration": "shims_fireredasr2.py"})  # RelPositionalEncoding's .item() while building its table
+SHIMS.update({"MossAudioModel": "shims_moss_audio.py"})  # vLLM's own MossAudioConfig for the remote moss_audio type
 WEIGHT_KEYS = ("parameters_bytes", "buffers_bytes", "total_bytes", "by_dtype",
                "parameters_by_dtype", "buffers_by_dtype", "host_tensors_bytes", "num_tensors",
                "stage", "largest")
