@@ -25,7 +25,7 @@ from typing import Any
 from vmemplan.core.errors import ModelConfigError
 from vmemplan.core.graph import WeightTensor
 
-__all__ = ["audio_config", "qwen2_audio_encoder", "qwen3_omni_audio_encoder", "whisper_output_tokens"]
+__all__ = ["audio_config", "audio_encoder_conf", "qwen2_audio_encoder", "qwen3_omni_audio_encoder", "whisper_output_tokens"]
 
 
 def audio_config(raw: Mapping[str, Any], where: str) -> Mapping[str, Any]:
@@ -133,3 +133,12 @@ def whisper_output_tokens(mel_frames: int) -> int:
     AvgPool1d(2, 2) (qwen2_audio.py::_get_feat_extract_output_lengths)."""
     after_conv = (mel_frames - 1) // 2 + 1
     return (after_conv - 2) // 2 + 1
+
+
+def audio_encoder_conf(raw: Mapping[str, Any], architecture: str) -> Mapping[str, Any]:
+    """The ``audio_encoder_conf`` dict of a FunASR-style config (FunASR, FireRedASR2), or a
+    config error naming ``architecture``."""
+    conf = raw.get("audio_encoder_conf")
+    if not isinstance(conf, Mapping):
+        raise ModelConfigError(f"{architecture}: config.json lacks audio_encoder_conf")
+    return conf

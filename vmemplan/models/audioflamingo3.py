@@ -30,6 +30,7 @@ from vmemplan.core.graph import GraphContext, WeightTensor
 from vmemplan.models.audio_towers import audio_config, qwen2_audio_encoder, whisper_output_tokens
 from vmemplan.models.base import register
 from vmemplan.models.dense import Qwen2
+from vmemplan.models.multimodal import FirstStageTower
 from vmemplan.models.qwen_audio import WHISPER_MEL_FRAMES, _AudioTower
 
 __all__ = ["AudioFlamingo3", "whisper_keys"]
@@ -52,7 +53,7 @@ def whisper_keys(ac: Mapping[str, Any]) -> dict[str, Any]:
 
 
 @register
-class AudioFlamingo3(_AudioTower, Qwen2):
+class AudioFlamingo3(FirstStageTower, _AudioTower, Qwen2):
     """Audio Flamingo 3: Qwen2 on ``text_config`` + the Qwen2-Audio encoder and its projector."""
 
     architectures = ("AudioFlamingo3ForConditionalGeneration",)
@@ -74,8 +75,3 @@ class AudioFlamingo3(_AudioTower, Qwen2):
     def clip_tokens(self) -> int:
         return MAX_AUDIO_S // CHUNK_S * whisper_output_tokens(WHISPER_MEL_FRAMES)
 
-    def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
-        out = super().weight_tensors(ctx)
-        if ctx.pipeline_rank == 0:
-            out += self.tower_tensors(self.config, ctx)
-        return out

@@ -39,11 +39,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from vmemplan.core.errors import ModelConfigError
 from vmemplan.core.graph import GraphContext, WeightTensor
-from vmemplan.models.audio_towers import _int
+from vmemplan.models.audio_towers import _int, audio_encoder_conf
 from vmemplan.models.base import register
 from vmemplan.models.dense import Qwen2
+from vmemplan.models.multimodal import FirstStageTower
 from vmemplan.models.qwen_audio import _AudioTower
 
 __all__ = ["FireRedASR2", "conformer_encoder", "fireredasr2_clip_tokens"]
@@ -55,10 +55,7 @@ SUB_CHANNELS = 32
 
 
 def _conf(raw: Mapping[str, Any]) -> Mapping[str, Any]:
-    conf = raw.get("audio_encoder_conf")
-    if not isinstance(conf, Mapping):
-        raise ModelConfigError("FireRedASR2ForConditionalGeneration: config.json lacks audio_encoder_conf")
-    return conf
+    return audio_encoder_conf(raw, "FireRedASR2ForConditionalGeneration")
 
 
 def conformer_encoder(conf: Mapping[str, Any], prefix: str = "encoder.audio_encoder") -> list[WeightTensor]:
@@ -100,7 +97,7 @@ def fireredasr2_clip_tokens(downsample: int) -> int:
 
 
 @register
-class FireRedASR2(_AudioTower, Qwen2):
+class FireRedASR2(FirstStageTower, _AudioTower, Qwen2):
     """FireRedASR2: Qwen2 + vLLM's Conformer encoder and the FireRedASR2 adapter."""
 
     architectures = ("FireRedASR2ForConditionalGeneration",)
@@ -129,8 +126,3 @@ class FireRedASR2(_AudioTower, Qwen2):
     def clip_tokens(self) -> int:
         return fireredasr2_clip_tokens(self._downsample())
 
-    def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
-        out = super().weight_tensors(ctx)
-        if ctx.pipeline_rank == 0:
-            out += self.tower_tensors(self.config, ctx)
-        return out

@@ -32,10 +32,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from vmemplan.core.errors import ModelConfigError
 from vmemplan.core.graph import GraphContext, WeightTensor
+from vmemplan.models.audio_towers import audio_encoder_conf
 from vmemplan.models.base import register
 from vmemplan.models.dense import Qwen3
+from vmemplan.models.multimodal import FirstStageTower
 from vmemplan.models.qwen_audio import _AudioTower
 
 __all__ = ["FunASR", "funasr_encoder"]
@@ -47,10 +48,7 @@ DUMMY_LFR_FRAMES = 500
 
 
 def _conf(raw: Mapping[str, Any]) -> Mapping[str, Any]:
-    conf = raw.get("audio_encoder_conf")
-    if not isinstance(conf, Mapping):
-        raise ModelConfigError("FunASRForConditionalGeneration: config.json lacks audio_encoder_conf")
-    return conf
+    return audio_encoder_conf(raw, "FunASRForConditionalGeneration")
 
 
 def _sanm_layers(prefix: str, n: int, width_in: int, d: int, units: int, kernel: int, tp: int) -> list[WeightTensor]:
@@ -97,7 +95,7 @@ def funasr_encoder(conf: Mapping[str, Any], tp: int, prefix: str = "model.encode
 
 
 @register
-class FunASR(_AudioTower, Qwen3):
+class FunASR(FirstStageTower, _AudioTower, Qwen3):
     """Fun-ASR: the Qwen3 decoder + the SenseVoice encoder and adaptor (always built)."""
 
     architectures = ("FunASRForConditionalGeneration",)
@@ -119,8 +117,3 @@ class FunASR(_AudioTower, Qwen3):
         olens = 1 + (olens - 1) // 2
         return max(1, (olens - 1) // 2 + 1)
 
-    def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
-        out = super().weight_tensors(ctx)
-        if ctx.pipeline_rank == 0:
-            out += self.tower_tensors(self.config, ctx)
-        return out

@@ -41,6 +41,7 @@ from vmemplan.core.graph import GraphContext, WeightTensor
 from vmemplan.models.audio_towers import _dims, _int, _sinusoids, audio_config
 from vmemplan.models.base import register
 from vmemplan.models.dense import Qwen3
+from vmemplan.models.multimodal import FirstStageTower
 from vmemplan.models.qwen_audio import _AudioTower
 
 __all__ = ["FunAudioChat", "funaudiochat_towers"]
@@ -81,7 +82,7 @@ def funaudiochat_towers(ac: Mapping[str, Any], tp: int) -> list[WeightTensor]:
 
 
 @register
-class FunAudioChat(_AudioTower, Qwen3):
+class FunAudioChat(FirstStageTower, _AudioTower, Qwen3):
     """Fun-Audio-Chat: Qwen3 on ``text_config`` + the continuous and discrete audio encoders."""
 
     architectures = ("FunAudioChatForConditionalGeneration",)
@@ -98,8 +99,3 @@ class FunAudioChat(_AudioTower, Qwen3):
         """``max_source_positions`` tokens per item (see the module docstring)."""
         return _dims(audio_config(self.config.raw, self.config.architecture))[5]
 
-    def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
-        out = super().weight_tensors(ctx)
-        if ctx.pipeline_rank == 0:
-            out += self.tower_tensors(self.config, ctx)
-        return out

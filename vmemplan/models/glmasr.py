@@ -37,6 +37,7 @@ from vmemplan.core.graph import GraphContext, WeightTensor
 from vmemplan.models.audio_towers import _int, audio_config
 from vmemplan.models.base import register
 from vmemplan.models.dense import LlamaLike
+from vmemplan.models.multimodal import FirstStageTower
 from vmemplan.models.qwen_audio import _AudioTower
 
 __all__ = ["GlmAsr", "glmasr_encoder"]
@@ -75,7 +76,7 @@ def glmasr_encoder(ac: Mapping[str, Any], tp: int, prefix: str = "audio_tower") 
 
 
 @register
-class GlmAsr(_AudioTower, LlamaLike):
+class GlmAsr(FirstStageTower, _AudioTower, LlamaLike):
     """GLM-ASR: Llama on ``text_config`` + the GLM-ASR encoder and its projector."""
 
     architectures = ("GlmAsrForConditionalGeneration",)
@@ -103,8 +104,3 @@ class GlmAsr(_AudioTower, LlamaLike):
         merge = _int(self.config.raw, "merge_factor", MERGE_FACTOR)
         return MAX_AUDIO_S // CHUNK_S * ((1500 - merge) // merge + 1)
 
-    def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
-        out = super().weight_tensors(ctx)
-        if ctx.pipeline_rank == 0:
-            out += self.tower_tensors(self.config, ctx)
-        return out

@@ -53,6 +53,7 @@ from vmemplan.core.graph import GraphContext, WeightTensor
 from vmemplan.models.audio_towers import _int
 from vmemplan.models.base import Adapter, adapter_class, register
 from vmemplan.models.internvl import combined
+from vmemplan.models.multimodal import FirstStageTower
 from vmemplan.models.qwen_audio import _AudioTower
 
 __all__ = ["GraniteSpeech", "blip2_qformer", "ctc_encoder"]
@@ -133,7 +134,7 @@ def ctc_encoder(ec: Mapping[str, Any], tp: int, prefix: str = "encoder") -> list
     ]
 
 
-class _GraniteSpeechTower(_AudioTower):
+class _GraniteSpeechTower(FirstStageTower, _AudioTower):
     def encoder_dims(self, config: Any) -> tuple[int, int]:
         ec = _sub(config.raw, "encoder_config")
         d = _int(ec, "hidden_dim", 1024)
@@ -163,11 +164,6 @@ class _GraniteSpeechTower(_AudioTower):
         frames = (DUMMY_SAMPLES // HOP_LENGTH + 1) // 2
         return -(-frames // window) * (window // rate)
 
-    def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
-        out: list[WeightTensor] = super().weight_tensors(ctx)  # type: ignore[misc]
-        if ctx.pipeline_rank == 0:
-            out += self.tower_tensors(self.config, ctx)  # type: ignore[attr-defined]
-        return out
 
 
 @register

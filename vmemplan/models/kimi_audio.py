@@ -36,6 +36,7 @@ from vmemplan.core.graph import GraphContext, WeightTensor
 from vmemplan.models.audio_towers import _dims, _int
 from vmemplan.models.base import register
 from vmemplan.models.dense import Qwen2
+from vmemplan.models.multimodal import FirstStageTower
 from vmemplan.models.qwen_audio import WHISPER_MEL_FRAMES, _AudioTower
 from vmemplan.models.whisper_encoder import whisper_encoder
 
@@ -54,7 +55,7 @@ def _whisper(raw: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 @register
-class KimiAudio(_AudioTower, Qwen2):
+class KimiAudio(FirstStageTower, _AudioTower, Qwen2):
     """Kimi-Audio: Qwen2 on the top-level config + the whisper-large-v3 encoder and the VQ adaptor."""
 
     architectures = ("MoonshotKimiaForCausalLM",)
@@ -77,8 +78,3 @@ class KimiAudio(_AudioTower, Qwen2):
         """The 30 s dummy clip: 13 tokens per 100 mel frames (kimi_audio.py::_get_feat_extract_output_lengths)."""
         return WHISPER_MEL_FRAMES // 100 * 13
 
-    def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
-        out = super().weight_tensors(ctx)
-        if ctx.pipeline_rank == 0:
-            out += self.tower_tensors(self.config, ctx)
-        return out

@@ -39,6 +39,7 @@ from vmemplan.core.errors import ModelConfigError
 from vmemplan.core.graph import GraphContext, WeightTensor
 from vmemplan.models.base import register
 from vmemplan.models.dense import Qwen2
+from vmemplan.models.multimodal import FirstStageTower
 from vmemplan.models.qwen_audio import _AudioTower
 
 __all__ = ["MiDashengLM", "dasheng_encoder"]
@@ -90,7 +91,7 @@ def dasheng_encoder(ec: Mapping[str, Any], tp: int, prefix: str = "audio_encoder
 
 
 @register
-class MiDashengLM(_AudioTower, Qwen2):
+class MiDashengLM(FirstStageTower, _AudioTower, Qwen2):
     """MiDashengLM: Qwen2 on ``text_config`` + the Dasheng encoder and its subsampling projector."""
 
     architectures = ("MiDashengLMModel",)
@@ -121,8 +122,3 @@ class MiDashengLM(_AudioTower, Qwen2):
         frames = int(1 + MAX_AUDIO_SAMPLES / int(ec.get("hop_length", 160)))
         return max(1, frames // 4 // int(self.config.raw.get("subsample_factor", 5)))
 
-    def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
-        out = super().weight_tensors(ctx)
-        if ctx.pipeline_rank == 0:
-            out += self.tower_tensors(self.config, ctx)
-        return out

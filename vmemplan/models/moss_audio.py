@@ -40,6 +40,7 @@ from vmemplan.core.graph import GraphContext, WeightTensor
 from vmemplan.models.audio_towers import _dims, _int, audio_config
 from vmemplan.models.base import register
 from vmemplan.models.dense import Qwen3
+from vmemplan.models.multimodal import FirstStageTower
 from vmemplan.models.qwen_audio import WHISPER_MEL_FRAMES, _AudioTower
 
 __all__ = ["MossAudio", "moss_audio_encoder"]
@@ -86,7 +87,7 @@ def _gated_mlps(name: str, od: int, hidden: int, text_hidden: int, tp: int, coun
 
 
 @register
-class MossAudio(_AudioTower, Qwen3):
+class MossAudio(FirstStageTower, _AudioTower, Qwen3):
     """MOSS-Audio: Qwen3 on ``language_config`` + the MOSS-Audio encoder, adapter and DeepStack mergers."""
 
     architectures = ("MossAudioModel",)
@@ -106,8 +107,3 @@ class MossAudio(_AudioTower, Qwen3):
         """30 s: 3,000 mel frames through three stride-2 convolutions (375)."""
         return _conv_out(WHISPER_MEL_FRAMES)
 
-    def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
-        out = super().weight_tensors(ctx)
-        if ctx.pipeline_rank == 0:
-            out += self.tower_tensors(self.config, ctx)
-        return out

@@ -36,6 +36,7 @@ from vmemplan.laws import multimodal as mm_law
 from vmemplan.models.audio_towers import _dims, _int, audio_config
 from vmemplan.models.base import pp_layer_range, register
 from vmemplan.models.dense import Qwen3
+from vmemplan.models.multimodal import FirstStageTower
 from vmemplan.models.qwen_audio import _AudioTower
 from vmemplan.models.whisper_encoder import whisper_encoder
 
@@ -53,7 +54,7 @@ def moss_audio_tokens(num_samples: int, merge: int) -> int:
 
 
 @register
-class MossTranscribeDiarize(_AudioTower, Qwen3):
+class MossTranscribeDiarize(FirstStageTower, _AudioTower, Qwen3):
     """MOSS-Transcribe-Diarize: Qwen3 on ``text_config`` + the Whisper encoder and the VQ adaptor."""
 
     architectures = ("MossTranscribeDiarizeForConditionalGeneration",)
@@ -87,8 +88,3 @@ class MossTranscribeDiarize(_AudioTower, Qwen3):
             return {}
         return {"audio": min(int(ctx.max_model_len), self.clip_tokens())}
 
-    def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
-        out = super().weight_tensors(ctx)
-        if ctx.pipeline_rank == 0:
-            out += self.tower_tensors(self.config, ctx)
-        return out

@@ -50,6 +50,7 @@ from vmemplan.models.vision_towers import (
 
 __all__ = [
     "VisionEncoderMixin",
+    "FirstStageTower",
     "Qwen2_5_VL",
     "Qwen3_VL",
     "Mistral3",
@@ -169,6 +170,19 @@ class VisionEncoderMixin:
         return self.mm_profile(self.config, ctx, hidden_buffers=hidden_buffers,  # type: ignore[attr-defined]
                                intermediate_buffers=intermediate_buffers)
 
+
+
+class FirstStageTower:
+    """``weight_tensors`` = the language model's plus, on the first pipeline stage, the tower's
+    (:meth:`VisionEncoderMixin.tower_tensors`): vLLM builds a model's encoder towers where it
+    embeds the inputs (``get_pp_group().is_first_rank``).  List it first in the bases, before the
+    tower mixin and the text adapter whose ``weight_tensors`` it extends."""
+
+    def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
+        out: list[WeightTensor] = super().weight_tensors(ctx)  # type: ignore[misc]
+        if ctx.pipeline_rank == 0:
+            out += self.tower_tensors(self.config, ctx)  # type: ignore[attr-defined]
+        return out
 
 # --------------------------------------------------------------------------------------
 # Qwen-VL

@@ -36,7 +36,7 @@ from vmemplan.models.audio_towers import (
 )
 from vmemplan.models.base import register
 from vmemplan.models.dense import Qwen2, Qwen3
-from vmemplan.models.multimodal import VisionEncoderMixin, _QwenVLBase
+from vmemplan.models.multimodal import FirstStageTower, VisionEncoderMixin, _QwenVLBase
 from vmemplan.models.vision_towers import _uses_mrope, _vision, mrope_cache_positions, qwen2_5_vl_tower
 
 __all__ = ["Qwen2Audio", "Qwen2_5OmniThinker", "Qwen3ASR"]
@@ -67,7 +67,7 @@ class _AudioTower(VisionEncoderMixin):
 
 
 @register
-class Qwen2Audio(_AudioTower, Qwen2):
+class Qwen2Audio(FirstStageTower, _AudioTower, Qwen2):
     """Qwen2-Audio: Qwen2 on ``text_config`` + the Qwen2AudioEncoder and its linear projector."""
 
     architectures = ("Qwen2AudioForConditionalGeneration",)
@@ -83,11 +83,6 @@ class Qwen2Audio(_AudioTower, Qwen2):
     def clip_tokens(self) -> int:
         return whisper_output_tokens(WHISPER_MEL_FRAMES)
 
-    def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
-        out = super().weight_tensors(ctx)
-        if ctx.pipeline_rank == 0:
-            out += self.tower_tensors(self.config, ctx)
-        return out
 
 
 @register

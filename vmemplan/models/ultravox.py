@@ -36,6 +36,7 @@ from vmemplan.core.graph import GraphContext, WeightTensor
 from vmemplan.models.audio_towers import _dims, _int, audio_config
 from vmemplan.models.base import register
 from vmemplan.models.dense import LlamaLike
+from vmemplan.models.multimodal import FirstStageTower
 from vmemplan.models.qwen_audio import _AudioTower
 from vmemplan.models.whisper_encoder import whisper_encoder, whisper_encoder_layers
 
@@ -72,7 +73,7 @@ def ultravox_projector(raw: Any, ac: Any, text_hidden: int, tp: int) -> list[Wei
 
 
 @register
-class Ultravox(_AudioTower, LlamaLike):
+class Ultravox(FirstStageTower, _AudioTower, LlamaLike):
     """Ultravox: Llama on ``text_config`` + vLLM's Whisper encoder and the Ultravox projector."""
 
     architectures = ("UltravoxModel",)
@@ -93,8 +94,3 @@ class Ultravox(_AudioTower, LlamaLike):
         stack = _int(self.config.raw, "stack_factor", 8)
         return DUMMY_CHUNKS * -(-positions // stack)
 
-    def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
-        out = super().weight_tensors(ctx)
-        if ctx.pipeline_rank == 0:
-            out += self.tower_tensors(self.config, ctx)
-        return out

@@ -53,6 +53,7 @@ from vmemplan.models.base import register
 from vmemplan.models.dense import LlamaLike
 from vmemplan.models.dense_blocks import kv_spec_fields
 from vmemplan.models.mistral_windowed import MistralWindowed
+from vmemplan.models.multimodal import FirstStageTower
 from vmemplan.models.qwen_audio import _AudioTower
 from vmemplan.models.whisper_encoder import whisper_causal_encoder, whisper_encoder
 
@@ -61,7 +62,7 @@ __all__ = ["Voxtral", "VoxtralRealtime"]
 _ENCODER = "whisper_encoder.whisper_encoder"
 
 
-class _VoxtralTower(_AudioTower):
+class _VoxtralTower(FirstStageTower, _AudioTower):
     """The Voxtral encoder (bidirectional or causal), ``mel_filters`` and the adapter."""
 
     @property
@@ -89,11 +90,6 @@ class _VoxtralTower(_AudioTower):
             return {}
         return {"audio": ctx.max_model_len}
 
-    def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
-        out: list[WeightTensor] = super().weight_tensors(ctx)  # type: ignore[misc]
-        if ctx.pipeline_rank == 0:
-            out += self.tower_tensors(self.config, ctx)  # type: ignore[attr-defined]
-        return out
 
 
 @register
