@@ -141,6 +141,7 @@ MULTIMODAL.update({"FireRedTeam--FireRedASR2-LLM.derived-Qwen2.5-7B": (1, 2)})  
 MULTIMODAL.update({"FunAudioLLM--Fun-Audio-Chat-8B.transcribed": (1, 2)})  # FunAudioChatForConditionalGeneration (vmemplan/models/funaudiochat.py)
 MULTIMODAL.update({"OpenMOSS--MossAudioConfig-on-Qwen3-8B.derived.synthetic": (1, 2)})  # MossAudioModel (vmemplan/models/moss_audio.py)
 MULTIMODAL.update({"OpenMOSS--MossTranscribeDiarizeConfig-defaults.synthetic": (1, 2)})  # MossTranscribeDiarizeForConditionalGeneration (vmemplan/models/moss_transcribe_diarize.py)
+MULTIMODAL.update({"stepfun-ai--step3-defaults.synthetic": (1, 2)})  # Step3VLForConditionalGeneration (vmemplan/models/step3_vl.py)
 # embedding (pooling) architectures checked too: vLLM 0.33.0 lists them in _EMBEDDING_MODELS and picks
 # --runner pooling for them itself (vllm/config/model.py::_get_default_runner_type), so the oracle needs
 # no flag; the TPs to run where the default TP > 1 would not divide the heads (vmemplan/models/pooling_decoders.py)
