@@ -288,6 +288,8 @@ def validate_config(raw: Mapping[str, Any], text: Mapping[str, Any]) -> None:
         for name in _VISION:
             if name in vision and vision[name] is not None:
                 value = vision[name]
+                if name == "image_size" and value == "dynamic":
+                    continue  # Kanana-V's remote KananaVVisionConfig: native resolution, no fixed size
                 # (height, width) pairs: transformers' InternVLVisionConfig image_size / patch_size
                 pair = name in ("patch_size", "image_size") and isinstance(value, list) and 0 < len(value) <= 3
                 for item in value if pair else [value]:
