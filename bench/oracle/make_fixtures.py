@@ -85,6 +85,7 @@ SHIMS.update({"FireRedASR2ForConditionalGeneration": "shims_fireredasr2.py"})  #
 SHIMS.update({"MossAudioModel": "shims_moss_audio.py"})  # vLLM's own MossAudioConfig for the remote moss_audio type
 SHIMS.update({"StepVLForConditionalGeneration": "shims_step_vl.py", "Step3p7ForConditionalGeneration": "shims_step_vl.py", "Step5ForConditionalGeneration": "shims_step5.py"})  # stand-ins for the remote StepRoboticsConfig / Step3p7Config; Step5 text: flashinfer stand-in
 SHIMS.update({"KananaVForConditionalGeneration": "shims_kanana_v.py"})  # stand-in for the remote KananaVConfig, timm for the C-Abstractor
+SHIMS.update({"LlavaOnevision2ForConditionalGeneration": "shims_llava_onevision2.py"})  # stand-in for the remote LlavaOnevision2Config
 WEIGHT_KEYS = ("parameters_bytes", "buffers_bytes", "total_bytes", "by_dtype",
                "parameters_by_dtype", "buffers_by_dtype", "host_tensors_bytes", "num_tensors",
                "stage", "largest")
