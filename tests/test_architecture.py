@@ -59,7 +59,6 @@ MAX_FUNCTION_LINES = 80
 #: shrink, and leaves the list once it is under the limit.  Data tables count as data, not as
 #: code: none is listed here.
 LONG_FUNCTIONS: Mapping[str, int] = {
-    "vmemplan.models.gemma4::Gemma4.weight_tensors": 82,
     "vmemplan.models.phi4mm::phi4mm_audio_encoder": 82,
     "vmemplan.sources.hub::_from_hub": 83,
 }

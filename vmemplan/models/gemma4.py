@@ -43,7 +43,7 @@ class Gemma4(_WindowedBase):
     and per-layer gate/projection/norm.
     """
 
-    architectures = ("Gemma4ForCausalLM", "Gemma4ForConditionalGeneration")
+    architectures: tuple[str, ...] = ("Gemma4ForCausalLM", "Gemma4ForConditionalGeneration")
 
     @property
     def family(self) -> str:  # type: ignore[override]
@@ -168,9 +168,14 @@ class Gemma4(_WindowedBase):
             ]
         # Gemma4Model.normalizer: sqrt(hidden_size) as a scalar buffer in the model dtype
         out.append(WeightTensor("model.normalizer", "buffer", 1, 1))
-        if ctx.pipeline_rank == 0:
-            out += gemma4_vision_tensors(cfg.raw, h, ctx) + gemma4_mm_extras(cfg.raw, h, ctx)
-        return out
+        return out + self.multimodal_tensors(ctx)
+
+    def multimodal_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
+        """The vision tower, audio tower and PLE buffer of ``Gemma4ForConditionalGeneration`` (first stage)."""
+        if ctx.pipeline_rank:
+            return []
+        raw, h = self.config.raw, self.config.hidden_size
+        return gemma4_vision_tensors(raw, h, ctx) + gemma4_mm_extras(raw, h, ctx)
 
     def _rope_tensors(self) -> list[WeightTensor]:
         cfg = self.config

@@ -18,7 +18,7 @@ from typing import Any
 from vmemplan.core.graph import GraphContext, WeightTensor
 from vmemplan.laws.multimodal import limit_for
 
-__all__ = ["gemma4_audio_tensors", "gemma4_mm_extras"]
+__all__ = ["gemma4_audio_tensors", "gemma4_mm_extras", "gemma4_ple_buffer"]
 
 
 def _cfg_int(cfg: Mapping[str, Any], key: str, default: int) -> int:
@@ -91,9 +91,14 @@ def gemma4_mm_extras(raw: Mapping[str, Any], text_hidden: int, ctx: GraphContext
     text = raw.get("text_config")
     if not isinstance(text, Mapping):
         return []
-    out = gemma4_audio_tensors(raw, text_hidden, ctx)
+    return gemma4_audio_tensors(raw, text_hidden, ctx) + gemma4_ple_buffer(text, ctx)
+
+
+def gemma4_ple_buffer(text: Mapping[str, Any], ctx: GraphContext) -> list[WeightTensor]:
+    """The PLE buffer ``[max_num_batched_tokens, num_hidden_layers · hidden_size_per_layer_input]``
+    (model dtype, every TP rank) when ``hidden_size_per_layer_input`` > 0, else nothing."""
     ple = _cfg_int(text, "hidden_size_per_layer_input", 0)
-    if ple > 0:
-        out.append(WeightTensor("per_layer_embeddings (CUDA-graph PLE buffer)", "buffer",
-                                ctx.max_num_batched_tokens, _cfg_int(text, "num_hidden_layers", 30) * ple))
-    return out
+    if ple <= 0:
+        return []
+    return [WeightTensor("per_layer_embeddings (CUDA-graph PLE buffer)", "buffer",
+                         ctx.max_num_batched_tokens, _cfg_int(text, "num_hidden_layers", 30) * ple)]
