@@ -268,6 +268,7 @@ def _engine_sizes(d: _Draft) -> None:
     if inputs.max_num_seqs is None and d.max_num_seqs > d.mnbt:
         # vllm/engine/arg_utils.py: max_num_seqs = min(max_num_seqs, max_num_batched_tokens)
         d.max_num_seqs = d.mnbt
+    d.max_num_seqs = adapter.adjust_max_num_seqs(int(d.max_num_seqs))
     from vmemplan.request import refusals
 
     refusals.check_scheduler(max_num_batched_tokens=int(d.mnbt), max_num_seqs=int(d.max_num_seqs),

@@ -236,6 +236,11 @@ class Adapter:
         the sparse MLA backend).  Default: as given."""
         return cache_dtype
 
+    def adjust_max_num_seqs(self, max_num_seqs: int) -> int:
+        """``max_num_seqs`` after the model's own config hook (vllm/model_executor/models/config.py
+        ``verify_and_update_config``, run after the engine's defaults).  Default: unchanged."""
+        return max_num_seqs
+
     def extra_activation_bytes(self, ctx: GraphContext, *, max_num_batched_tokens: int,
                                max_num_seqs: int) -> tuple[int, str]:
         """Profile-time buffers the model's own code allocates (added to the activation peak),

@@ -61,10 +61,14 @@ class Gemma4(_WindowedBase):
         cfg = self.config
         if self.layer_types()[index] == "full_attention":
             head_dim = _int(text, "global_head_dim", cfg.head_dim)
-            if text.get("attention_k_eq_v", False):
+            if self.k_eq_v():
                 return head_dim, _int(text, "num_global_key_value_heads", cfg.num_key_value_heads)
             return head_dim, cfg.num_key_value_heads
         return cfg.head_dim, cfg.num_key_value_heads
+
+    def k_eq_v(self) -> bool:
+        """Whether global layers take ``num_global_key_value_heads`` (``attention_k_eq_v``)."""
+        return bool(self.config.text.get("attention_k_eq_v", False))
 
     def first_kv_shared_layer(self) -> int:
         n = self.config.num_hidden_layers
@@ -232,7 +236,7 @@ def gemma4_vision_tensors(raw: Mapping[str, Any], text_hidden: int, ctx: GraphCo
     kv = _int(vc, "num_key_value_heads", heads)
     hd = _int(vc, "head_dim", h // heads)
     patch = _int(vc, "patch_size")
-    positions = _int(vc, "position_embedding_size")
+    positions = _int(vc, "position_embedding_size", 10 * 1024)  # Gemma4VisionConfig default
     out = [
         WeightTensor("vision_tower.patch_embedder.input_proj", "encoder", h, 3 * patch * patch),
         WeightTensor("vision_tower.patch_embedder.position_embedding_table", "encoder", 2 * positions, h),
