@@ -163,10 +163,29 @@ def _with_library_defaults(raw: Mapping[str, Any]) -> Mapping[str, Any]:
         # qwen3_asr.py); the talker and token2wav are not loaded (their weights map to None)
         rest = {k: v for k, v in raw.items() if k != "thinker_config"}
         return _with_library_defaults({**rest, **raw["thinker_config"], "architectures": raw.get("architectures")})
+    if raw.get("model_type") == "whisper":
+        return whisper_decoder_view(raw)
     if raw.get("model_type") == "colpali" and isinstance(raw.get("vlm_config"), Mapping):
         # ColPali builds PaliGemma on its vlm_config (colpali.py: vllm_config.with_hf_config(config.vlm_config))
         return _with_library_defaults({**raw["vlm_config"], **{k: v for k, v in raw.items() if k != "vlm_config"}})
     return raw
+
+
+def whisper_decoder_view(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """A Whisper config seen through its decoder, the part vLLM's WhisperForConditionalGeneration
+    caches and generates with (vllm/model_executor/models/whisper.py::WhisperDecoderLayer reads
+    ``d_model``, ``decoder_attention_heads``, ``decoder_ffn_dim``; WhisperDecoder has
+    ``decoder_layers`` and ``max_target_positions`` positions, the length vLLM derives from the
+    config).  transformers' WhisperConfig maps ``num_attention_heads`` to the *encoder* heads and
+    the released configs set ``num_hidden_layers`` to the encoder depth: both are replaced."""
+    out = dict(raw)
+    for key, src in (("hidden_size", "d_model"), ("num_hidden_layers", "decoder_layers"),
+                     ("num_attention_heads", "decoder_attention_heads"),
+                     ("num_key_value_heads", "decoder_attention_heads"), ("intermediate_size", "decoder_ffn_dim"),
+                     ("max_position_embeddings", "max_target_positions")):
+        if raw.get(src) is not None:
+            out[key] = raw[src]
+    return out
 
 
 def deepseek_vl2_defaults(raw: Mapping[str, Any]) -> dict[str, Any]:
