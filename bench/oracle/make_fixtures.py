@@ -86,6 +86,7 @@ SHIMS.update({"MossAudioModel": "shims_moss_audio.py"})  # vLLM's own MossAudioC
 SHIMS.update({"StepVLForConditionalGeneration": "shims_step_vl.py", "Step3p7ForConditionalGeneration": "shims_step_vl.py", "Step5ForConditionalGeneration": "shims_step5.py"})  # stand-ins for the remote StepRoboticsConfig / Step3p7Config; Step5 text: flashinfer stand-in
 SHIMS.update({"KananaVForConditionalGeneration": "shims_kanana_v.py"})  # stand-in for the remote KananaVConfig, timm for the C-Abstractor
 SHIMS.update({"LlavaOnevision2ForConditionalGeneration": "shims_llava_onevision2.py"})  # stand-in for the remote LlavaOnevision2Config
+SHIMS.update({"MuseSparkForConditionalGeneration": "shims_muse_spark.py"})  # the fused QK-norm support check without the cutlass DSL
 WEIGHT_KEYS = ("parameters_bytes", "buffers_bytes", "total_bytes", "by_dtype",
                "parameters_by_dtype", "buffers_by_dtype", "host_tensors_bytes", "num_tensors",
                "stage", "largest")

@@ -41,7 +41,7 @@ from vmemplan.models.multimodal import VisionEncoderMixin
 from vmemplan.models.vision_towers import _split, _tower_tp
 from vmemplan.models.windowed import _rope_positions, _window, _WindowedBase
 
-__all__ = ["MuseGlimmer", "muse_glimmer_vision_tower"]
+__all__ = ["MuseGlimmer", "muse_glimmer_vision_tower", "navit_blocks"]
 
 #: transformers MuseGlimmerVisionConfig / MuseGlimmerConfig defaults (5.20.2), for keys config.json omits
 VISION_DEFAULTS = {"patch_size": 14, "pos_emb_height": 32, "pos_emb_width": 32, "num_attention_heads": 16,
@@ -58,6 +58,22 @@ def _vget(vc: Mapping[str, Any], key: str) -> int:
     return int(v) if isinstance(v, int) and not isinstance(v, bool) else VISION_DEFAULTS[key]
 
 
+def navit_blocks(prefix: str, c: int, ffn: int, n: int, *, attn_tp: int, mlp_tp: int) -> list[WeightTensor]:
+    """``n`` pre-norm ViT blocks of the Muse towers: two nn.LayerNorms (weight, bias), a biased
+    QKVParallelLinear / RowParallelLinear attention split ``attn_tp`` ways and a biased ``c_fc`` /
+    ``c_proj`` GELU MLP split ``mlp_tp`` ways (1: plain nn.Linear)."""
+    qkv, i = 3 * _split(c, attn_tp, "width"), _split(ffn, mlp_tp, "MLP width")
+
+    def t(name: str, rows: int, cols: int = 1) -> WeightTensor:
+        return WeightTensor(f"{prefix}.{name}", "encoder", rows, cols, n)
+
+    return [
+        WeightTensor(f"{prefix}.ln_1+ln_2 (weight, bias)", "encoder", c, 1, 4 * n),
+        t("attn.qkv_proj", qkv, c), t("attn.qkv_proj.bias", qkv), t("attn.o_proj", c, c // attn_tp), t("attn.o_proj.bias", c),
+        t("mlp.c_fc", i, c), t("mlp.c_fc.bias", i), t("mlp.c_proj", c, i), t("mlp.c_proj.bias", c),
+    ]
+
+
 def muse_glimmer_vision_tower(raw: Mapping[str, Any], text_hidden: int, tp: int) -> list[WeightTensor]:
     """The vision encoder, adapter and projection one rank holds (see the module docstring);
     ``tp`` is the attention's split (1 under data-parallel encoding)."""
@@ -66,7 +82,6 @@ def muse_glimmer_vision_tower(raw: Mapping[str, Any], text_hidden: int, tp: int)
     ffn, patch = _vget(vc, "intermediate_size"), _vget(vc, "patch_size")
     if heads % tp:  # is_vit_use_data_parallel: heads TP does not divide run the tower whole
         tp = 1
-    qkv = 3 * _split(c, tp, "width")
     out_hidden = int(raw.get("out_hidden_size", OUT_HIDDEN_SIZE))
     proj = int(raw.get("projector_hidden_size", PROJECTOR_HIDDEN_SIZE))
 
@@ -77,11 +92,7 @@ def muse_glimmer_vision_tower(raw: Mapping[str, Any], text_hidden: int, tp: int)
         t("vision_encoder.conv1_linear", c, _vget(vc, "patch_temporal") * 3 * patch * patch),
         t("vision_encoder.positional_embedding_vlm", _vget(vc, "pos_emb_height") * _vget(vc, "pos_emb_width"), c),
         t("vision_encoder.ln_pre+ln_post (weight, bias)", c, 1, 4),
-        t("vision_encoder.transformer.ln_1+ln_2 (weight, bias)", c, 1, 4 * n),
-        t("vision_encoder.transformer.attn.qkv_proj", qkv, c, n), t("vision_encoder.transformer.attn.qkv_proj.bias", qkv, 1, n),
-        t("vision_encoder.transformer.attn.o_proj", c, c // tp, n), t("vision_encoder.transformer.attn.o_proj.bias", c, 1, n),
-        t("vision_encoder.transformer.mlp.c_fc", ffn, c, n), t("vision_encoder.transformer.mlp.c_fc.bias", ffn, 1, n),
-        t("vision_encoder.transformer.mlp.c_proj", c, ffn, n), t("vision_encoder.transformer.mlp.c_proj.bias", c, 1, n),
+        *navit_blocks("vision_encoder.transformer", c, ffn, n, attn_tp=tp, mlp_tp=1),
         t("vision_adapter.c_fc", proj, out_hidden), t("vision_adapter.c_proj", proj, proj),
         t("vision_projection", text_hidden, proj),
     ]
