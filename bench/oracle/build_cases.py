@@ -154,6 +154,7 @@ MULTIMODAL.update({"google--gemma-4-12B.transcribed": (1, 2)})  # Gemma4UnifiedF
 MULTIMODAL.update({"google--diffusiongemma-26B-A4B-it.transcribed-derived": (1, 2)})  # DiffusionGemmaForBlockDiffusion (vmemplan/models/diffusion_gemma.py)
 MULTIMODAL.update({"openai--whisper-large-v3.transcribed": (1, 2)})  # WhisperForConditionalGeneration (vmemplan/models/whisper.py)
 MULTIMODAL.update({"meta-models--Muse-Spark-Open-816B-A42B.synthetic-trimmed": (1, 2)})  # MuseSparkForConditionalGeneration (vmemplan/models/muse_spark.py)
+MULTIMODAL.update({"Salesforce--blip2-opt-2.7b.transcribed": (1, 2)})  # Blip2ForConditionalGeneration (vmemplan/models/blip2.py)
 # embedding (pooling) architectures checked too: vLLM 0.33.0 lists them in _EMBEDDING_MODELS and picks
 # --runner pooling for them itself (vllm/config/model.py::_get_default_runner_type), so the oracle needs
 # no flag; the TPs to run where the default TP > 1 would not divide the heads (vmemplan/models/pooling_decoders.py)
