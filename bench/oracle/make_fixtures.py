@@ -87,6 +87,7 @@ SHIMS.update({"StepVLForConditionalGeneration": "shims_step_vl.py", "Step3p7ForC
 SHIMS.update({"KananaVForConditionalGeneration": "shims_kanana_v.py"})  # stand-in for the remote KananaVConfig, timm for the C-Abstractor
 SHIMS.update({"LlavaOnevision2ForConditionalGeneration": "shims_llava_onevision2.py"})  # stand-in for the remote LlavaOnevision2Config
 SHIMS.update({"MuseSparkForConditionalGeneration": "shims_muse_spark.py"})  # the fused QK-norm support check without the cutlass DSL
+SHIMS.update({"DeepseekOCR2ForCausalLM": "shims_deepseek_ocr2.py"})  # tokenizer stand-in (shims_deepseek_vl2.py's) for deepseek_ocr2
 WEIGHT_KEYS = ("parameters_bytes", "buffers_bytes", "total_bytes", "by_dtype",
                "parameters_by_dtype", "buffers_by_dtype", "host_tensors_bytes", "num_tensors",
                "stage", "largest")

@@ -227,17 +227,18 @@ CLIP_L = {"width": 1024, "mlp": 4096, "heads": 16, "layers": 24, "image": 224, "
 OCR_BASE, OCR_TILE, OCR_MIN_CROPS, OCR_MAX_CROPS = 1024, 640, 2, 6
 
 
-def sam_vit_b_tensors() -> list[WeightTensor]:
+def sam_vit_b_tensors(last_conv: int = SAM_B["down"][1]) -> list[WeightTensor]:
     """deepencoder.py::ImageEncoderViT as build_sam_vit_b makes it: plain nn layers, never sharded:
     Conv2d patch embed (bias), an absolute ``64 × 64 × 768`` position table, blocks of [LayerNorm ×2,
     qkv (bias), proj (bias), MLP lin1/lin2 (bias), relative-position tables ``(2·size - 1) × 64`` for
     h and w, size 64 in the global blocks and 14 (the window) in the others], the neck [1×1 conv,
-    LayerNorm2d, 3×3 conv, LayerNorm2d] and net_2 / net_3 (3×3 convs, no bias)."""
+    LayerNorm2d, 3×3 conv, LayerNorm2d] and net_2 / net_3 (3×3 convs, no bias; net_3's output
+    ``last_conv_output``: 1024, 896 in DeepSeek-OCR-2)."""
     c, n, m, hd = SAM_B["width"], SAM_B["layers"], SAM_B["mlp"], SAM_B["head_dim"]
     grid = SAM_B["image"] // SAM_B["patch"]
     glob = len(SAM_B["global"])
     neck = SAM_B["neck"]
-    d1, d2 = SAM_B["down"]
+    d1, d2 = SAM_B["down"][0], last_conv
 
     def t(name: str, rows: int, cols: int = 1, count: int = 1) -> WeightTensor:
         return WeightTensor(f"sam_model.{name}", "encoder", rows, cols, count)
@@ -283,25 +284,26 @@ def deep_clip_tensors(tp: int) -> list[WeightTensor]:
     ]
 
 
-def _ocr_tiles(width: int, height: int) -> tuple[int, int]:
-    """processors/deepseek_ocr.py::count_tiles: the (w, h) tile grid of 2..6 tiles whose aspect ratio
-    is closest (ties: the larger grid when the image covers half of it)."""
-    ratios = sorted({(i, j) for n in range(OCR_MIN_CROPS, OCR_MAX_CROPS + 1) for i in range(1, n + 1)
-                     for j in range(1, n + 1) if OCR_MIN_CROPS <= i * j <= OCR_MAX_CROPS}, key=lambda r: r[0] * r[1])
+def _ocr_tiles(width: int, height: int, *, max_crops: int = OCR_MAX_CROPS, tile: int = OCR_TILE) -> tuple[int, int]:
+    """processors/deepseek_ocr.py::count_tiles: the (w, h) tile grid of 2..``max_crops`` tiles whose
+    aspect ratio is closest (ties: the larger grid when the image covers half of it)."""
+    ratios = sorted({(i, j) for n in range(OCR_MIN_CROPS, max_crops + 1) for i in range(1, n + 1)
+                     for j in range(1, n + 1) if OCR_MIN_CROPS <= i * j <= max_crops}, key=lambda r: r[0] * r[1])
     aspect, best, best_diff = width / height, (1, 1), float("inf")
     for r in ratios:
         diff = abs(aspect - r[0] / r[1])
         if diff < best_diff:
             best_diff, best = diff, r
-        elif diff == best_diff and width * height > 0.5 * OCR_TILE * OCR_TILE * r[0] * r[1]:
+        elif diff == best_diff and width * height > 0.5 * tile * tile * r[0] * r[1]:
             best = r
     return best
 
 
-def deepseek_ocr_image_tokens(width: int, height: int) -> int:
+def deepseek_ocr_image_tokens(width: int, height: int, max_crops: int = OCR_MAX_CROPS) -> int:
     """deepseek_ocr.py::DeepseekOCRProcessingInfo.get_num_image_tokens (cropping on): a global
-    ``h × (w + 1)`` view (h = ceil(1024/16/4) = 16) plus, above one tile, ``(th·10) × (tw·10 + 1)``."""
-    tw, th = (1, 1) if width <= OCR_TILE and height <= OCR_TILE else _ocr_tiles(width, height)
+    ``h × (w + 1)`` view (h = ceil(1024/16/4) = 16) plus, above one tile, ``(th·10) × (tw·10 + 1)``;
+    up to ``max_crops`` tiles (6; Unlimited-OCR: 32)."""
+    tw, th = (1, 1) if width <= OCR_TILE and height <= OCR_TILE else _ocr_tiles(width, height, max_crops=max_crops)
     h = math.ceil((OCR_BASE // 16) / 4)
     h2 = math.ceil((OCR_TILE // 16) / 4)
     local = (th * h2) * (tw * h2 + 1) if (tw > 1 or th > 1) else 0
