@@ -137,7 +137,10 @@ TRANSFORMERS_DEFAULTS: dict[str, dict[str, int]] = {
                   "intermediate_size": 6144},
     "qwen3_next": {"num_experts": 512, "num_experts_per_tok": 10, "moe_intermediate_size": 512,
                    "intermediate_size": 5632},
-    "llama": {"intermediate_size": 11008},
+    # LlamaConfig (5.20.2): OpenVLA's text_config keeps only vocab_size (vLLM's OpenVLAConfig builds a
+    # LlamaConfig from it)
+    "llama": {"vocab_size": 32000, "hidden_size": 4096, "intermediate_size": 11008, "num_hidden_layers": 32,
+              "num_attention_heads": 32, "max_position_embeddings": 2048},
     # MistralConfig: LLaVA-NeXT keeps only the keys that differ in its text_config
     "mistral": {"vocab_size": 32000, "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
                 "num_attention_heads": 32, "num_key_value_heads": 8, "max_position_embeddings": 131072},

@@ -156,7 +156,8 @@ MULTIMODAL.update({"openai--whisper-large-v3.transcribed": (1, 2)})  # WhisperFo
 MULTIMODAL.update({"meta-models--Muse-Spark-Open-816B-A42B.synthetic-trimmed": (1, 2)})  # MuseSparkForConditionalGeneration (vmemplan/models/muse_spark.py)
 MULTIMODAL.update({"Salesforce--blip2-opt-2.7b.transcribed": (1, 2)})  # Blip2ForConditionalGeneration (vmemplan/models/blip2.py)
 MULTIMODAL.update({"deepseek-ai--DeepSeek-OCR-2.derived": (1, 2)})  # DeepseekOCR2ForCausalLM (vmemplan/models/deepseek_ocr2.py; oracle via shims_deepseek_ocr2.py)
-MULTIMODAL.update({"baidu--Unlimited-OCR.derived": (1, 2)})  # UnlimitedOCRForCausalLM (vmemplan/models/deepseek_ocr2.py; oracle via shims_deepseek_vl2.py)
+MULTIMODAL.update({"baidu--Unlimited-OCR.derived": (1, 2)})  # UnlimitedOCRForCausalLM (vmemplan/models/unlimited_ocr.py; oracle via shims_deepseek_vl2.py)
+MULTIMODAL.update({"openvla--openvla-7b.synthetic": (1, 2)})  # OpenVLAForActionPrediction (vmemplan/models/openvla.py; oracle via shims_openvla.py)
 # embedding (pooling) architectures checked too: vLLM 0.33.0 lists them in _EMBEDDING_MODELS and picks
 # --runner pooling for them itself (vllm/config/model.py::_get_default_runner_type), so the oracle needs
 # no flag; the TPs to run where the default TP > 1 would not divide the heads (vmemplan/models/pooling_decoders.py)

@@ -89,6 +89,7 @@ SHIMS.update({"LlavaOnevision2ForConditionalGeneration": "shims_llava_onevision2
 SHIMS.update({"MuseSparkForConditionalGeneration": "shims_muse_spark.py"})  # the fused QK-norm support check without the cutlass DSL
 SHIMS.update({"DeepseekOCR2ForCausalLM": "shims_deepseek_ocr2.py"})  # tokenizer stand-in (shims_deepseek_vl2.py's) for deepseek_ocr2
 SHIMS.update({"UnlimitedOCRForCausalLM": "shims_deepseek_vl2.py"})  # DeepseekOCRForCausalLM.__init__: the deepseek_ocr tokenizer stand-in
+SHIMS.update({"OpenVLAForActionPrediction": "shims_openvla.py"})  # timm for the DINOv2 + SigLIP featurizers
 WEIGHT_KEYS = ("parameters_bytes", "buffers_bytes", "total_bytes", "by_dtype",
                "parameters_by_dtype", "buffers_by_dtype", "host_tensors_bytes", "num_tensors",
                "stage", "largest")
