@@ -81,6 +81,7 @@ class DeepseekOCR2(DeepseekOCR):
     """DeepSeek-OCR-2: DeepSeek-OCR's decoder under DeepEncoder-V2 (SAM ViT-B + the Qwen2 encoder)."""
 
     architectures = ("DeepseekOCR2ForCausalLM",)
+    bare_tower_parameters = ("view_seperator",)  # an nn.Parameter inside _mark_tower_model: always built
 
     def encoder_dims(self, config: Any) -> tuple[int, int]:
         return QWEN2_ENC["width"], QWEN2_ENC["mlp"]

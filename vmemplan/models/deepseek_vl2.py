@@ -121,6 +121,8 @@ class DeepseekVL2(VisionEncoderMixin, DeepseekMLA):
 
     architectures = ("DeepseekVLV2ForCausalLM",)
     modalities = ("image",)
+    #: bare ``nn.Parameter``s assigned inside ``_mark_tower_model``: kept when images are limited to 0
+    bare_tower_parameters = ("image_newline+view_seperator",)
     patches_per_token = VL2_DOWNSAMPLE * VL2_DOWNSAMPLE
 
     # -- the language model's attention ---------------------------------------------
