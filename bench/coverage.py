@@ -23,6 +23,12 @@ FIXTURES = ROOT / "tests" / "fixtures" / "oracle"
 MM_JSON = ROOT / "bench" / "vllm_architectures" / "mm_language_models.json"
 # Towers the ast reading of vLLM's source gets wrong or misses (built through a method returning a
 # variable, timm, or a projector-named image embedding; CLIP / SigLIP's text encoder read as a tower).
+#: Why an architecture vLLM serves is not planned, where the table's columns cannot say it.
+NOT_PLANNED_WHY = {
+    "Terratorch": "vLLM builds it through the terratorch package (vllm/model_executor/models/terratorch.py: "
+                  "terratorch.vllm.InferenceRunner from the config's pretrained_cfg), a geospatial backbone "
+                  "whose tensors no config.json dimension describes; attention-free, so no KV cache either",
+}
 UNRELIABLE_TOWERS = frozenset({"MiniMaxM3SparseForConditionalGeneration", "MiniCPMV", "DeepseekVLV2ForCausalLM",
                                "Phi3VForCausalLM", "CLIPModel", "SiglipModel"})
 
@@ -165,8 +171,9 @@ def coverage_table() -> str:
             module = (mm[cat].get(arch) or {}).get("module", "")
             other.append(f"| `{arch}` | `{module}` | {_family(ADAPTERS[arch])} | {_verdict(fxs, weight_gaps)} | "
                          f"{_verdict(fxs, kv_gaps)} | {_config(fxs)} |")
-        other += ["", f"The other {len(names) - len(have)} are refused with what vLLM would do with them (exit 4); "
-                  "what each lacks:", "",
+        left = len(names) - len(have)
+        other += ["", f"The other {left} {'is' if left == 1 else 'are'} refused with what vLLM would do with "
+                  f"{'it' if left == 1 else 'them'} (exit 4); what {'it' if left == 1 else 'each'} lacks:", "",
                   "| architecture | vLLM module | language model | towers not modelled |", "|---|---|---|---|"]
         for arch in names:
             if arch in ADAPTERS:
@@ -176,6 +183,9 @@ def coverage_table() -> str:
                 other.append(f"| `{arch}` | | not determined | not determined |")
                 continue
             other.append(f"| `{arch}` | `{e['module']}` | {_language_model(e, ADAPTERS)} | {_towers(arch, e)} |")
+        why = [f"- `{a}`: {NOT_PLANNED_WHY[a]}." for a in names if a not in ADAPTERS and a in NOT_PLANNED_WHY]
+        if why:
+            other += ["", *why]
     return "\n".join([head, "", *rows, "", "Other categories of vLLM 0.33.0's registry "
                       "(`registry/vllm_architectures.yaml`); the language model each builds and its towers are "
                       "read from vLLM's source by `bench/vllm_architectures/mm_language_models.py`:", *other,
