@@ -160,6 +160,7 @@ MULTIMODAL.update({"baidu--Unlimited-OCR.derived": (1, 2)})  # UnlimitedOCRForCa
 MULTIMODAL.update({"openvla--openvla-7b.synthetic": (1, 2)})  # OpenVLAForActionPrediction (vmemplan/models/openvla.py; oracle via shims_openvla.py)
 MULTIMODAL.update({"CohereLabs--North-Micro-Vision-Instruct.derived": (1, 2)})  # CohereCompassForConditionalGeneration (vmemplan/models/cohere_compass.py)
 MULTIMODAL.update({"inclusionAI--Ling-flash-VL-vllm-test.transcribed": (1, 2)})  # BailingMoeV3VLForConditionalGeneration (vmemplan/models/bailing_moe_v3_vl.py)
+MULTIMODAL.update({"nvidia--Cosmos3-Edge.derived": (1, 2)})  # Cosmos3EdgeForConditionalGeneration (vmemplan/models/cosmos3_edge.py)
 # embedding (pooling) architectures checked too: vLLM 0.33.0 lists them in _EMBEDDING_MODELS and picks
 # --runner pooling for them itself (vllm/config/model.py::_get_default_runner_type), so the oracle needs
 # no flag; the TPs to run where the default TP > 1 would not divide the heads (vmemplan/models/pooling_decoders.py)
