@@ -165,6 +165,8 @@ def _with_library_defaults(raw: Mapping[str, Any]) -> Mapping[str, Any]:
         return _with_library_defaults({**rest, **raw["thinker_config"], "architectures": raw.get("architectures")})
     if raw.get("model_type") == "whisper":
         return whisper_decoder_view(raw)
+    if raw.get("model_type") == "deepseek_v4":
+        return deepseek_v4_vision_arch(raw)
     if raw.get("model_type") == "colpali" and isinstance(raw.get("vlm_config"), Mapping):
         # ColPali builds PaliGemma on its vlm_config (colpali.py: vllm_config.with_hf_config(config.vlm_config))
         return _with_library_defaults({**raw["vlm_config"], **{k: v for k, v in raw.items() if k != "vlm_config"}})
@@ -186,6 +188,17 @@ def whisper_decoder_view(raw: Mapping[str, Any]) -> dict[str, Any]:
         if raw.get(src) is not None:
             out[key] = raw[src]
     return out
+
+
+def deepseek_v4_vision_arch(raw: Mapping[str, Any]) -> Mapping[str, Any]:
+    """DeepSeek-V4-Flash-Vision-Exp ships the text model's ``architectures`` and ``model_type``;
+    vLLM routes a ``DeepseekV4ForCausalLM`` config with ``vision_n_layers > 0`` to
+    ``DeepseekV4ForConditionalGeneration`` (vllm/transformers_utils/model_arch_config_convertor.py,
+    DeepseekV4ModelArchConfigConvertor.__init__, 0.33.0): so does vmemplan."""
+    layers = raw.get("vision_n_layers")
+    if isinstance(layers, int) and layers > 0 and raw.get("architectures") == ["DeepseekV4ForCausalLM"]:
+        return {**raw, "architectures": ["DeepseekV4ForConditionalGeneration"]}
+    return raw
 
 
 def deepseek_vl2_defaults(raw: Mapping[str, Any]) -> dict[str, Any]:
