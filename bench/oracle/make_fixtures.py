@@ -91,6 +91,7 @@ SHIMS.update({"DeepseekOCR2ForCausalLM": "shims_deepseek_ocr2.py"})  # tokenizer
 SHIMS.update({"UnlimitedOCRForCausalLM": "shims_deepseek_vl2.py"})  # DeepseekOCRForCausalLM.__init__: the deepseek_ocr tokenizer stand-in
 SHIMS.update({"OpenVLAForActionPrediction": "shims_openvla.py"})  # timm for the DINOv2 + SigLIP featurizers
 SHIMS.update({"Glm5NextForConditionalGeneration": "shims_glm5next.py"})  # FlashKDA extension stand-in (GLM-5.3-Flash with its vision tower)
+SHIMS.update({"OpenPanguVLForConditionalGeneration": "shims_openpangu_vl.py"})  # stand-ins for the remote openpangu_vl config and processor
 WEIGHT_KEYS = ("parameters_bytes", "buffers_bytes", "total_bytes", "by_dtype",
                "parameters_by_dtype", "buffers_by_dtype", "host_tensors_bytes", "num_tensors",
                "stage", "largest")
