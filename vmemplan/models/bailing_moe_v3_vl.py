@@ -79,7 +79,7 @@ class BailingMoeV3VL(VisionEncoderMixin, BailingMoeV3):
     modalities = ("image",)
 
     @property
-    def patches_per_token(self) -> int:  # type: ignore[override]
+    def patches_per_token(self) -> int:
         merge = int(_vision(self.config).get("spatial_merge_size", 2))
         return merge * merge
 

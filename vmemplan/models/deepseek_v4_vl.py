@@ -83,10 +83,10 @@ class DeepseekV4VL(VisionEncoderMixin, DeepseekV4):
 
     def _v(self) -> dict[str, int]:
         text = self.config.text
-        return {k: int(text.get(k) if text.get(k) is not None else d) for k, d in _VISION_DEFAULTS.items()}
+        return {k: int(d if text.get(k) is None else text[k]) for k, d in _VISION_DEFAULTS.items()}
 
     @property
-    def patches_per_token(self) -> int:  # type: ignore[override]
+    def patches_per_token(self) -> int:
         return self._v()["vision_downsample_ratio"] ** 2
 
     def tower_built(self, ctx: GraphContext) -> bool:
