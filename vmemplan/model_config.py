@@ -152,6 +152,8 @@ def _with_library_defaults(raw: Mapping[str, Any]) -> Mapping[str, Any]:
         return gemma4_text_defaults(raw)
     if model_type == "dbrx":
         return dbrx_flat(raw)
+    if raw.get("model_type") == "moondream3":
+        return moondream3_flat(raw)
     if raw.get("model_type") == "deepseek_vl_v2":
         return deepseek_vl2_defaults(raw)
     if raw.get("model_type") == "alpamayo2_super" and isinstance(raw.get("vlm_config"), Mapping):
@@ -269,6 +271,35 @@ def dbrx_flat(raw: Mapping[str, Any]) -> dict[str, Any]:
         if value is not None and target not in out:
             out[target] = value
     return out
+
+
+def moondream3_flat(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """Moondream 3's config (its sizes nested under ``config.text`` / ``config.vision`` in the
+    checkpoint's own names) with a ``text_config`` and a ``vision_config`` in the names vmemplan
+    reads, filled with the defaults of vllm/transformers_utils/configs/moondream3.py::
+    Moondream3TextConfig / Moondream3VisionConfig (0.33.0).  As there, the MoE keys are read as
+    ``moe.n_experts`` / ``moe.n_experts_per_tok`` / ``moe.start_layer`` / ``moe.expert_inner_dim``
+    (a checkpoint's ``num_experts`` / ``experts_per_token`` are not read: the defaults 64 and 8 stand)."""
+    nested = raw.get("config") if isinstance(raw.get("config"), Mapping) else {}
+    t = nested.get("text") if isinstance(nested.get("text"), Mapping) else {}
+    v = nested.get("vision") if isinstance(nested.get("vision"), Mapping) else {}
+    moe = t.get("moe") if isinstance(t.get("moe"), Mapping) else {}
+    heads = t.get("n_heads", 32)
+    text = {"model_type": "moondream3_text", "hidden_size": t.get("dim", 2048), "intermediate_size": t.get("ff_dim", 8192),
+            "num_hidden_layers": t.get("n_layers", 24), "vocab_size": t.get("vocab_size", 51200),
+            "max_position_embeddings": t.get("max_context", 4096), "num_attention_heads": heads,
+            "num_key_value_heads": t.get("n_kv_heads", 32), "rope_theta": t.get("rope_theta", 1500000.0),
+            "moe_start_layer": moe.get("start_layer", 4), "moe_num_experts": moe.get("n_experts", 64),
+            "moe_experts_per_token": moe.get("n_experts_per_tok", 8),
+            "moe_expert_inner_dim": moe.get("expert_inner_dim", 1024), "tie_word_embeddings": False,
+            "num_local_experts": moe.get("n_experts", 64), "num_experts_per_tok": moe.get("n_experts_per_tok", 8),
+            "moe_intermediate_size": moe.get("expert_inner_dim", 1024)}
+    vision = {"model_type": "moondream3_vision", "hidden_size": v.get("enc_dim", 1152),
+              "patch_size": v.get("enc_patch_size", 14), "num_hidden_layers": v.get("enc_n_layers", 27),
+              "intermediate_size": v.get("enc_ff_dim", 4304), "num_attention_heads": v.get("enc_n_heads", 16),
+              "proj_inner_dim": v.get("proj_inner_dim", 8192), "image_size": v.get("crop_size", 378),
+              "max_crops": v.get("max_crops", 12), "overlap_margin": v.get("overlap_margin", 4)}
+    return {**raw, "text_config": text, "vision_config": vision}
 
 
 #: model types of attention-free state-space models, whose configs carry no attention heads
