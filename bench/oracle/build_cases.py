@@ -166,6 +166,7 @@ MULTIMODAL.update({"deepseek-ai--DeepSeek-V4-Flash-Vision-Exp.derived": (1, 8)})
 MULTIMODAL.update({"FreedomIntelligence--openPangu-VL-on-Embedded-7B-V1.1.synthetic": (1, 2)})  # OpenPanguVLForConditionalGeneration (vmemplan/models/openpangu_vl.py; oracle via shims_openpangu_vl.py)
 MULTIMODAL.update({"moondream--moondream3-preview.derived": (1, 2)})  # HfMoondream / Moondream3ForCausalLM (vmemplan/models/moondream3.py)
 MULTIMODAL.update({"XiaomiMiMo--MiMo-V2.5-8L.synthetic": (1, 2)})  # MiMoV2OmniForCausalLM (vmemplan/models/mimo_v2_omni.py)
+MULTIMODAL.update({"MiniMaxAI--MiniMax-M3.transcribed-trimmed": (1, 2)})  # MiniMaxM3SparseForConditionalGeneration (vmemplan/models/minimax_m3_vl.py)
 # embedding (pooling) architectures checked too: vLLM 0.33.0 lists them in _EMBEDDING_MODELS and picks
 # --runner pooling for them itself (vllm/config/model.py::_get_default_runner_type), so the oracle needs
 # no flag; the TPs to run where the default TP > 1 would not divide the heads (vmemplan/models/pooling_decoders.py)
