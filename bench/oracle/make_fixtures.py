@@ -93,6 +93,7 @@ SHIMS.update({"OpenVLAForActionPrediction": "shims_openvla.py"})  # timm for the
 SHIMS.update({"Glm5NextForConditionalGeneration": "shims_glm5next.py"})  # FlashKDA extension stand-in (GLM-5.3-Flash with its vision tower)
 SHIMS.update({"OpenPanguVLForConditionalGeneration": "shims_openpangu_vl.py"})  # stand-ins for the remote openpangu_vl config and processor
 SHIMS.update({"MiMoV2OmniForCausalLM": "shims_pwal_meta.py"})  # its MiMo-V2-Flash FP8 decoder: BaseKVCacheMethod's q/k/v/prob_scale placeholder tests on meta
+SHIMS.update({"Mistral3ForConditionalGeneration": "shims_mistral3.py"})  # the checkpoint's lm_head listing, ModelConfig.maybe_untie_word_embeddings as on a real load format
 WEIGHT_KEYS = ("parameters_bytes", "buffers_bytes", "total_bytes", "by_dtype",
                "parameters_by_dtype", "buffers_by_dtype", "host_tensors_bytes", "num_tensors",
                "stage", "largest")

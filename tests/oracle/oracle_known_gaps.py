@@ -6,8 +6,6 @@ entry is removed (rerun compare.py --write-gaps).
 """
 
 KNOWN_WEIGHT_GAPS: dict[str, str] = {
-    'mistralai-Mistral-Small-3.1-24B-Instruct-2503.tp1': "+1,342,177,280 B (+2.87 %): an untied lm_head (131,072 x 5,120): with transformers 5 the composite Mistral3Config defaults tie_word_embeddings to True and vLLM 0.33 copies it onto the text config (config/vllm.py::VllmConfig.with_hf_config), so from config.json alone vLLM ties; on a real host ModelConfig.maybe_untie_word_embeddings unties it again when the checkpoint ships an lm_head.weight, which the oracle, with no checkpoint, cannot see; vmemplan follows the text config (tie False), i.e. the checkpoint's own lm_head",
-    'mistralai-Mistral-Small-3.1-24B-Instruct-2503.tp2': "+671,088,640 B (+2.87 %): an untied lm_head (131,072 x 5,120): with transformers 5 the composite Mistral3Config defaults tie_word_embeddings to True and vLLM 0.33 copies it onto the text config (config/vllm.py::VllmConfig.with_hf_config), so from config.json alone vLLM ties; on a real host ModelConfig.maybe_untie_word_embeddings unties it again when the checkpoint ships an lm_head.weight, which the oracle, with no checkpoint, cannot see; vmemplan follows the text config (tie False), i.e. the checkpoint's own lm_head",
 }
 
 KNOWN_KV_GAPS: dict[str, str] = {
