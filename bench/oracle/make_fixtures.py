@@ -94,6 +94,7 @@ SHIMS.update({"Glm5NextForConditionalGeneration": "shims_glm5next.py"})  # Flash
 SHIMS.update({"OpenPanguVLForConditionalGeneration": "shims_openpangu_vl.py"})  # stand-ins for the remote openpangu_vl config and processor
 SHIMS.update({"MiMoV2OmniForCausalLM": "shims_pwal_meta.py"})  # its MiMo-V2-Flash FP8 decoder: BaseKVCacheMethod's q/k/v/prob_scale placeholder tests on meta
 SHIMS.update({"Mistral3ForConditionalGeneration": "shims_mistral3.py"})  # the checkpoint's lm_head listing, ModelConfig.maybe_untie_word_embeddings as on a real load format
+SHIMS.update({"PixtralForConditionalGeneration": "shims_pixtral.py"})  # model_type pixtral read as vLLM's params.json remap builds it, not transformers' PixtralVisionConfig
 WEIGHT_KEYS = ("parameters_bytes", "buffers_bytes", "total_bytes", "by_dtype",
                "parameters_by_dtype", "buffers_by_dtype", "host_tensors_bytes", "num_tensors",
                "stage", "largest")

@@ -40,6 +40,7 @@ from vmemplan.models.vision_towers import (
     clip_tower,
     mllama_tower,
     mrope_cache_positions,
+    pixtral_native_adapter,
     pixtral_rotary_buffers,
     pixtral_tower,
     qwen2_5_vl_tower,
@@ -54,6 +55,7 @@ __all__ = [
     "Qwen2_5_VL",
     "Qwen3_VL",
     "Mistral3",
+    "Pixtral",
     "Llava",
     "Mllama",
     "qwen2_5_vl_tower",
@@ -337,7 +339,7 @@ class Mistral3(VisionEncoderMixin, LlamaLike):
     """Mistral-3 (Mistral-Small-3.1, Ministral-3) and Pixtral-HF: a Mistral decoder plus the
     Pixtral encoder and the patch-merging projector (mistral3.py, 0.33.0)."""
 
-    architectures = ("Mistral3ForConditionalGeneration", "PixtralForConditionalGeneration")
+    architectures = ("Mistral3ForConditionalGeneration",)
 
     @property
     def patches_per_token(self) -> int:  # type: ignore[override]
@@ -363,9 +365,7 @@ class Mistral3(VisionEncoderMixin, LlamaLike):
         if bias:
             out += [WeightTensor("multi_modal_projector.linear_1.bias", "encoder", h // ctx.tensor_parallel_size, 1),
                     WeightTensor("multi_modal_projector.linear_2.bias", "encoder", h, 1)]
-        if config.architecture != "PixtralForConditionalGeneration":  # pixtral.py's own tower has no such buffers
-            out += pixtral_rotary_buffers(vc)
-        return out
+        return out + pixtral_rotary_buffers(vc)
 
     def max_tokens_per_item(self, config: Any, ctx: GraphContext) -> dict[str, int]:
         vc = _vision(config)
@@ -375,6 +375,34 @@ class Mistral3(VisionEncoderMixin, LlamaLike):
 
     def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
         return super().weight_tensors(ctx) + self.tower_tensors(self.config, ctx)
+
+
+@register
+class Pixtral(Mistral3):
+    """vLLM's own Pixtral, served from a Mistral-format checkpoint (pixtral.py::
+    PixtralForConditionalGeneration, 0.33.0; the config is what configs/mistral.py::
+    _remap_mistral_vision_args builds from params.json: ``vision_config`` holds the
+    ``vision_encoder`` keys, merge and projector switches included).  Every tower layer is built
+    (no ``vision_feature_layer``), split over TP (no ``supports_encoder_tp_data``); the projector is
+    :func:`pixtral_native_adapter`.  An image is ``max_image_size`` square at most (the Mistral
+    tokenizer's ``mm_config``, params.json's ``max_image_size``, else ``image_size``)."""
+
+    architectures = ("PixtralForConditionalGeneration",)
+
+    @property
+    def patches_per_token(self) -> int:  # type: ignore[override]
+        vc = _vision(self.config)
+        return int(vc.get("spatial_merge_size", 1)) ** 2 if vc.get("mm_projector_id") == "patch_merge" else 1
+
+    def vision_weight_tensors(self, config: Any, ctx: GraphContext) -> list[WeightTensor]:
+        vc = _vision(config)
+        return pixtral_tower(vc, _tower_tp(ctx)) + pixtral_native_adapter(vc, config.hidden_size)
+
+    def max_tokens_per_item(self, config: Any, ctx: GraphContext) -> dict[str, int]:
+        vc = _vision(config)
+        size = int(vc.get("max_image_size") or _need(vc, "image_size"))
+        return {"image": mm_law.pixtral_image_tokens(size, size, image_size=size, patch_size=_need(vc, "patch_size"),
+                                                     spatial_merge_size=int(vc.get("spatial_merge_size", 1)))}
 
 
 @register

@@ -314,3 +314,26 @@ def pixtral_rotary_buffers(vc: Any) -> list[WeightTensor]:
     hd = int(vc.get("head_dim") or c // _need(vc, "num_attention_heads"))
     return [WeightTensor("vision_tower.patch_positional_embedding.inv_freq+original_inv_freq", "buffer",
                          (hd + 1) // 2, 1, 2, dtype="float32")]
+
+
+def pixtral_native_adapter(vc: Mapping[str, Any], text_hidden: int) -> list[WeightTensor]:
+    """What vLLM's own Pixtral (pixtral.py::PixtralForConditionalGeneration, 0.33.0, params.json
+    ``vision_encoder`` keys) builds after its VisionTransformer, all replicated on every rank:
+    ``pre_mm_projector_norm`` (RMSNorm) when ``add_pre_mm_projector_layer_norm``; ``patch_merger``
+    (ReplicatedLinear ``c·m² → c``, no bias) when ``mm_projector_id`` is "patch_merge";
+    ``vision_language_adapter`` (ReplicatedLinear ``w_in`` c → text hidden and ``w_out`` text
+    hidden → text hidden, biased unless ``adapter_bias`` is false).  The 2-D rotary table is
+    computed lazily as a plain attribute (VisionTransformer.freqs_cis): no buffer."""
+    c = _need(vc, "hidden_size")
+    h = text_hidden
+    out = []
+    if vc.get("add_pre_mm_projector_layer_norm"):
+        out.append(WeightTensor("pre_mm_projector_norm", "encoder", c, 1))
+    if vc.get("mm_projector_id") == "patch_merge":
+        m = int(vc.get("spatial_merge_size", 1))
+        out.append(WeightTensor("patch_merger.merging_layer", "encoder", c, c * m * m))
+    out += [WeightTensor("vision_language_adapter.w_in", "encoder", h, c),
+            WeightTensor("vision_language_adapter.w_out", "encoder", h, h)]
+    if vc.get("adapter_bias", True):
+        out.append(WeightTensor("vision_language_adapter.w_in+w_out.bias", "encoder", h, 1, 2))
+    return out
