@@ -72,15 +72,6 @@ _FP8_KV_SCALES = ("the oracle's construction-time BaseKVCacheMethod q/k/v/prob_s
                   "which vLLM's process_weights_after_loading deletes (quantization/kv_cache.py) and the "
                   "meta-device oracle could not reach; vmemplan counts what a GPU holds")
 MANUAL_WEIGHT_CAUSES: dict[str, str] = {
-    # +1,342,177,280 B at TP 1 = a 131,072 x 5,120 bf16 lm_head (half at TP 2): the oracle ties it to the
-    # embedding, vmemplan does not
-    "mistralai-Mistral-Small-3.1-24B-Instruct-2503.": (
-        "an untied lm_head (131,072 x 5,120): with transformers 5 the composite Mistral3Config defaults "
-        "tie_word_embeddings to True and vLLM 0.33 copies it onto the text config (config/vllm.py::"
-        "VllmConfig.with_hf_config), so from config.json alone vLLM ties; on a real host "
-        "ModelConfig.maybe_untie_word_embeddings unties it again when the checkpoint ships an lm_head.weight, "
-        "which the oracle, with no checkpoint, cannot see; vmemplan follows the text config (tie False), "
-        "i.e. the checkpoint's own lm_head"),
     # dump_tensors.py (EXAONE-4.0-1.2B W4A16, process_weights_after_loading failed on meta): 30 layers
     # x 82 B = an int64[2] weight_shape on each of the 4 compressed-tensors W4A16 linears (64 B),
     # fp32[1] k/v/q_scale (12 B) and bf16[1] k/v/q_zero_point (6 B) of the kv_cache_scheme
