@@ -14,6 +14,7 @@ import pytest
 from tests.hostile.conftest import check_contract, cli, model_json, write_config
 
 LOG = Path(__file__).resolve().parent / "fixtures" / "qwen2-7b-no-header.log"
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize("vary", ["gpu-memory-utilization=nan:0.9:0.1", "max-model-len=1:inf:1000",
@@ -66,10 +67,19 @@ def test_what_if_absurd_values_are_refused_without_a_model(change):
 
 
 def test_whisper_is_not_planned_as_a_llama_decoder(tmp_path):
+    """A Whisper config is planned as the encoder-decoder it is (a self- and a cross-attention KV
+    group per decoder layer, max_target_positions as the context), never as a Llama; one that lacks
+    Whisper's own keys (a Llama config relabelled) is refused as a bad config, not sized."""
     config = model_json("meta-llama--Llama-3.1-8B.json")
     config["architectures"] = ["WhisperForConditionalGeneration"]
     config["model_type"] = "whisper"
-    check_contract(cli("size", str(write_config(tmp_path, config)), "--gpu", "h100"), 4)
+    check_contract(cli("size", str(write_config(tmp_path, config)), "--gpu", "h100"), 3)
+    real = ROOT / "tests" / "fixtures" / "oracle" / "configs" / "openai--whisper-large-v3.transcribed.json"
+    run = cli("size", str(real), "--gpu", "h100", "--format", "json")
+    assert run.code == 0, run.stderr
+    plan = json.loads(run.stdout)
+    assert [g["kind"] for g in plan["kv_cache"]["groups"]] == ["full_attention", "cross_attention"]
+    assert plan["engine"]["max_model_len"] == 448
 
 
 def test_models_lists_only_models_that_plan():

@@ -1,5 +1,5 @@
-"""Configs that are not causal decoders are refused, never sized as a Llama (issue 14 item 5, issue
-15's Whisper); the architecture list comes from vLLM 0.33's own registry (issue 11 item 6)."""
+"""Configs that are not causal decoders, and that vmemplan does not plan, are refused, never sized as a
+Llama (issue 14 item 5, issue 15's Whisper before it was planned); the architecture list comes from vLLM 0.33's own registry (issue 11 item 6)."""
 
 from __future__ import annotations
 
@@ -25,8 +25,9 @@ def _write(tmp_path: Path, **fields) -> str:
     # Terratorch (a geospatial model built by the terratorch library) is not
     ({"architectures": ["Terratorch"], "model_type": "terratorch"}, "embedding model vLLM serves with --runner pooling"),
     ({"architectures": ["XLMRobertaForSequenceClassification"], "model_type": "xlm-roberta"}, "scoring"),
-    ({"architectures": ["WhisperForConditionalGeneration"], "model_type": "whisper", "is_encoder_decoder": True},
-     "multimodal"),
+    # Whisper is planned now (models/whisper.py: encoder-decoder, a cross-attention KV group); NVIDIA's
+    # Llama-Nemotron-Nano-VL builds its tower with remote code (AutoModel, trust_remote_code) and is not
+    ({"architectures": ["Llama_Nemotron_Nano_VL"], "model_type": "Llama_Nemotron_Nano_VL"}, "multimodal"),
     ({"architectures": ["FooBarForSequenceClassification"], "model_type": "foobar"}, "not a causal decoder"),
 ])
 @pytest.mark.parametrize("runner", [[], ["--runner", "pooling"]])
