@@ -37,7 +37,8 @@ def _fixtures() -> dict[str, list[dict]]:
     by_arch: dict[str, list[dict]] = {}
     for path in sorted(FIXTURES.glob("*.json")):
         fx = json.loads(path.read_text())
-        arch = fx.get("architecture_expected") or fx.get("oracle", {}).get("architecture")
+        # the class vLLM resolved (a config may be routed: DeepSeek-V4 with a vision tower), else the case's
+        arch = fx.get("oracle", {}).get("architecture") or fx.get("architecture_expected")
         if arch:
             by_arch.setdefault(arch, []).append(fx)
     return by_arch

@@ -164,7 +164,8 @@ MULTIMODAL.update({"nvidia--Cosmos3-Edge.derived": (1, 2)})  # Cosmos3EdgeForCon
 MULTIMODAL.update({"zai-org--GLM-5.3-Flash-VL-text-8-layers.synthetic": (1, 2)})  # Glm5NextForConditionalGeneration (vmemplan/models/glm5next_vl.py; oracle via shims_glm5next.py)
 MULTIMODAL.update({"deepseek-ai--DeepSeek-V4-Flash-Vision-Exp.derived": (1, 8)})  # DeepseekV4ForConditionalGeneration (vmemplan/models/deepseek_v4_vl.py)
 MULTIMODAL.update({"FreedomIntelligence--openPangu-VL-on-Embedded-7B-V1.1.synthetic": (1, 2)})  # OpenPanguVLForConditionalGeneration (vmemplan/models/openpangu_vl.py; oracle via shims_openpangu_vl.py)
-MULTIMODAL.update({"moondream--moondream3-preview.derived": (1, 2)})  # HfMoondream / Moondream3ForCausalLM (vmemplan/models/moondream3.py)
+MULTIMODAL.update({"moondream--moondream3-preview.derived": (1, 2)})  # HfMoondream (vmemplan/models/moondream3.py)
+MULTIMODAL.update({"moondream--moondream3-preview.as-Moondream3ForCausalLM.derived": (1, 2)})  # Moondream3ForCausalLM, the same class
 MULTIMODAL.update({"XiaomiMiMo--MiMo-V2.5-8L.synthetic": (1, 2)})  # MiMoV2OmniForCausalLM (vmemplan/models/mimo_v2_omni.py)
 MULTIMODAL.update({"MiniMaxAI--MiniMax-M3.transcribed-trimmed": (1, 2)})  # MiniMaxM3SparseForConditionalGeneration (vmemplan/models/minimax_m3_vl.py)
 MULTIMODAL.update({"mistralai--Pixtral-12B-2409.vllm-mistral-remap.synthetic": (1, 2)})  # PixtralForConditionalGeneration (vmemplan/models/multimodal.py; oracle via shims_pixtral.py)
