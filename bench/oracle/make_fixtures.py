@@ -95,6 +95,7 @@ SHIMS.update({"OpenPanguVLForConditionalGeneration": "shims_openpangu_vl.py"})  
 SHIMS.update({"MiMoV2OmniForCausalLM": "shims_pwal_meta.py"})  # its MiMo-V2-Flash FP8 decoder: BaseKVCacheMethod's q/k/v/prob_scale placeholder tests on meta
 SHIMS.update({"Mistral3ForConditionalGeneration": "shims_mistral3.py"})  # the checkpoint's lm_head listing, ModelConfig.maybe_untie_word_embeddings as on a real load format
 SHIMS.update({"PixtralForConditionalGeneration": "shims_pixtral.py"})  # model_type pixtral read as vLLM's params.json remap builds it, not transformers' PixtralVisionConfig
+SHIMS.update({"DeepseekV41ForCausalLM": "shims_deepseek_v41.py"})  # Engram tables in host memory (cpu_offload default), Marlin repack fake kernel
 WEIGHT_KEYS = ("parameters_bytes", "buffers_bytes", "total_bytes", "by_dtype",
                "parameters_by_dtype", "buffers_by_dtype", "host_tensors_bytes", "num_tensors",
                "stage", "largest")

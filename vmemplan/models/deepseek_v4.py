@@ -40,6 +40,8 @@ from vmemplan.laws.quant import Fp8Scheme
 from vmemplan.models.base import Adapter, pad_vocab, register
 from vmemplan.models.deepseek_v4_buffers import biased_gate_layers, padded_sink_heads, v4_extra_tensors
 from vmemplan.models.deepseek_v4_profile import prefill_workspace_bytes, profile_buffers
+from vmemplan.models.deepseek_v4_vision import DeepseekV41Vision
+from vmemplan.models.deepseek_v41_weights import v41_post_loading
 from vmemplan.models.moe_blocks import (
     moe_expert_tensors,
     mxfp4_expert_tensors,
@@ -265,8 +267,8 @@ class DeepseekV4(Adapter):
         grouped ``wo_a``, row-parallel ``wo_b``, fp32 attention sinks.  Compressors
         (replicated, unquantized ``fused_wkv_wgate`` and a norm), indexers (replicated
         ``wq_b`` quantized, ``weights_proj`` unquantized), MoE on every layer with one
-        shared expert, and the hyper-connection mixers (fp32).  Engram tables and the
-        vision tower of V4.1 are not modelled (see :meth:`notes`).
+        shared expert, and the hyper-connection mixers (fp32).  V4.1 turns this list into
+        its loaded form and adds its Engram layers and tower (:meth:`DeepseekV41.weight_tensors`).
         """
         span = self.rank_span(ctx)  # first / last stage and vocab rows; the layers with the drafter's
         layers = self._stage_layers(ctx)
@@ -306,8 +308,7 @@ class DeepseekV4(Adapter):
             WeightTensor("attn.wo_a", "linear", groups * o_lora // tp, heads * hd // groups, n, True,
                          in_features_full=heads * hd // groups),
             WeightTensor("attn.wo_b", "linear", h, groups * o_lora // tp, n, True, in_features_full=groups * o_lora),
-            WeightTensor("attn.attn_sink", "norm", heads // tp if self.is_v41 else
-                         padded_sink_heads(heads // tp, ctx.sm_major), 1, n, dtype="float32"),
+            WeightTensor("attn.attn_sink", "norm", padded_sink_heads(heads // tp, ctx.sm_major), 1, n, dtype="float32"),
         ]
         for i in (i for i in layers if self._owns_compressor(i)):
             gate = 2 if (self.ratio(i) > 1) else 1
@@ -386,11 +387,17 @@ class DeepseekV4(Adapter):
 
 
 @register
-class DeepseekV41(DeepseekV4):
-    """DeepSeek-V4.1 (``DeepseekV41ForCausalLM``): Flash."""
+class DeepseekV41(DeepseekV41Vision, DeepseekV4):
+    """DeepSeek-V4.1 (``DeepseekV41ForCausalLM``): Flash, with its vision tower
+    (:mod:`vmemplan.models.deepseek_v4_vision`)."""
 
     architectures = ("DeepseekV41ForCausalLM",)
     is_v41 = True
+
+    def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
+        """The backbone as loaded (:func:`vmemplan.models.deepseek_v41_weights.v41_post_loading`) and
+        the vision tower."""
+        return v41_post_loading(self, super().weight_tensors(ctx), ctx) + self.tower_tensors(self.config, ctx)
 
     def kv_sources(self) -> tuple[int, ...]:
         return tuple(int(x) for x in self.config.text.get("kv_source_layer_ids") or ())
@@ -541,6 +548,9 @@ class DeepseekV41(DeepseekV4):
         return [i for i in layers if i in idx]
 
     def notes(self) -> tuple[str, ...]:
-        return super().notes() + (
-            "DeepSeek-V4.1 engram tables and vision tower are not counted in the weights",
+        return (
+            "DeepSeek-V4.1 Engram n-gram tables live in pinned host memory (EngramConfig cpu_offload, the "
+            "default) and are not counted in the GPU weights",
+            "DeepSeek-V4.1 MXFP8 linears and MXFP4 experts are priced in Marlin's layout on SM 9.0 (what vLLM "
+            "picks without the humming kernels package; with it Humming ranks first on Hopper)",
         )
