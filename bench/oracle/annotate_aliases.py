@@ -40,8 +40,10 @@ def main() -> int:
         args[0] = str(ROOT / args[0])
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "dump.json"
-            subprocess.run([sys.executable, str(HERE / "dump_tensors.py"), str(out), "--oracle", a.oracle, "--", *args],
-                           check=False, capture_output=True)
+            shim = fx.get("emulation_shim", "").split(" ")[0]  # "bench/oracle/shims_X.py (wraps ...)"
+            shim_args = ["--shim", Path(shim).name] if shim else []
+            subprocess.run([sys.executable, str(HERE / "dump_tensors.py"), str(out), "--oracle", a.oracle, *shim_args,
+                            "--", *args], check=False, capture_output=True)
             dump = json.loads(out.read_text())
         w = fx["oracle"]["weights"]
         w["aliased_views_bytes"] = dump["aliased_views_bytes"]

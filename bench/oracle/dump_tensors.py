@@ -2,7 +2,7 @@
 """Run the vllm-oracle once and write every tensor one rank holds (for gap diagnosis).
 
     /work/vllm/oracle-venv/bin/python bench/oracle/dump_tensors.py OUT.json \\
-        --oracle ../shared/tools/vllm-oracle/oracle.py -- CONFIG --available-bytes N --tp T ...
+        --oracle ../shared/tools/vllm-oracle/oracle.py [--shim shims_X.py] -- CONFIG --available-bytes N --tp T ...
 
 Wraps the oracle's ``tensor_bytes`` (same counting: each tensor once, host tensors left
 out) and writes, after vLLM's ``process_weights_after_loading``, the list of
@@ -17,6 +17,7 @@ import importlib.util
 import json
 import re
 import sys
+from pathlib import Path
 
 
 def main() -> int:
@@ -29,6 +30,12 @@ def main() -> int:
     mod = importlib.util.module_from_spec(spec)
     sys.modules["vllm_oracle"] = mod
     spec.loader.exec_module(mod)
+    if "--shim" in sys.argv[:j]:  # a shim exposing install(oracle), run after the platform emulation as it runs
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import _shim
+
+        shim = importlib.import_module(Path(sys.argv[sys.argv.index("--shim") + 1]).stem)
+        _shim.after_emulation_setup(mod, lambda: shim.install(mod))
     dumps: list[list] = []
     aliases: list[list] = []
     orig = mod.tensor_bytes

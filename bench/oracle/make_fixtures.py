@@ -96,6 +96,7 @@ SHIMS.update({"MiMoV2OmniForCausalLM": "shims_pwal_meta.py"})  # its MiMo-V2-Fla
 SHIMS.update({"Mistral3ForConditionalGeneration": "shims_mistral3.py"})  # the checkpoint's lm_head listing, ModelConfig.maybe_untie_word_embeddings as on a real load format
 SHIMS.update({"PixtralForConditionalGeneration": "shims_pixtral.py"})  # model_type pixtral read as vLLM's params.json remap builds it, not transformers' PixtralVisionConfig
 SHIMS.update({"DeepseekV41ForCausalLM": "shims_deepseek_v41.py"})  # Engram tables in host memory (cpu_offload default), Marlin repack fake kernel
+SHIMS.update({"Dots3NoteForCausalLM": "shims_dots3_note.py"})  # added_tokens.json (the <|imgpad|> id) the oracle lacks
 WEIGHT_KEYS = ("parameters_bytes", "buffers_bytes", "total_bytes", "by_dtype",
                "parameters_by_dtype", "buffers_by_dtype", "host_tensors_bytes", "num_tensors",
                "stage", "largest")
