@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from vmemplan.models import adapter_for
 from vmemplan.core.graph import GraphContext
 from vmemplan.models.deepseek import DeepseekMLA, DeepseekV32, select_mla_backend
 from vmemplan.models.deepseek_v4 import DeepseekV4, DeepseekV41, mega_attention_serves
+from vmemplan.models.deepseek_v4_profile import profile_buffers
 
 REG = Path(__file__).resolve().parents[2] / "registry" / "models"
 GIB = 1 << 30
@@ -303,16 +305,31 @@ def test_v41_profile_buffers_seed_002():
     # = 1,342,177,280; rotary 2 x 1,048,576 x 64 x 4 = 536,870,912 -> 8,507,752,448 (7.92 GiB)
     a = load(V41)
     ctx = _v41_ctx(5, max_model_len=1_048_576)
-    big, _ = a.extra_activation_bytes(ctx, max_num_batched_tokens=32_768, max_num_seqs=256)
+    big, _ = profile_buffers(a, ctx, max_num_batched_tokens=32_768)
     assert big == 8_507_752_448
     assert round(big / GIB, 1) == 7.9
     # 131,072 and 8,192: indexer 5,242,880 x 132 + 1 MiB = 693,108,736; DSpark lane
     # 38,305,792; logits 536,870,912; top-k 33,554,432; candidates 67,108,864; hidden
     # 335,544,320; rotary 536,870,912 -> 2,241,363,968 (2.09 GiB)
-    small, prov = a.extra_activation_bytes(_v41_ctx(5), max_num_batched_tokens=8_192, max_num_seqs=256)
+    small, prov = profile_buffers(a, _v41_ctx(5), max_num_batched_tokens=8_192)
     assert small == 2_241_363_968
     assert round(small / GIB, 1) == 2.1
     assert "rotary" in prov
+
+
+def test_v41_buffers_the_weights_hold_are_not_charged_twice():
+    # The rotary caches, the backbone's top-k buffer and the candidate-block buffer are registered at
+    # model init (in the weights, as vLLM's own fixtures count them), so the profile term leaves them
+    # out: 8,507,752,448 - 32,768 x 512 x 4 - 32,768 x 2,048 x 4 - 536,870,912 = 7,635,337,216 (the
+    # drafter's top-k buffer stays: the drafter allocates it at run time).
+    a = load(V41)
+    ctx = _v41_ctx(5, max_model_len=1_048_576)
+    extra, prov = a.extra_activation_bytes(ctx, max_num_batched_tokens=32_768, max_num_seqs=256)
+    assert extra == 8_507_752_448 - 67_108_864 - 268_435_456 - 536_870_912 == 7_635_337_216
+    assert "in the weights" in prov
+    names = {t.name for t in a.weight_tensors(replace(ctx, max_num_batched_tokens=32_768))}
+    assert {"model.topk_indices_buffer", "model.candidate_block_buffer"} <= names
+    assert any(n.startswith("attn.rotary_emb.cos_sin_cache") for n in names)
 
 
 # ---------------------------------------------------------------------------------- V4

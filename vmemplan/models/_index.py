@@ -48,6 +48,7 @@ ARCHITECTURE_MODULES: dict[str, str] = {
     'DiffusionGemmaForBlockDiffusion': 'diffusion_gemma',
     'DomynEdgeForCausalLM': 'domyn_edge',
     'DoryForCausalLM': 'dory',
+    'Dots3NoteForCausalLM': 'dots3_note',
     'DotsOCRForCausalLM': 'dots_ocr',
     'Eagle2_5_VLForConditionalGeneration': 'eagle2_5_vl',
     'EmbeddingGemma2Model': 'embedding_gemma2',

@@ -249,8 +249,10 @@ class DeepseekV4(Adapter):
     def extra_activation_bytes(self, ctx: GraphContext, *, max_num_batched_tokens: int,
                                max_num_seqs: int) -> tuple[int, str]:
         """Buffers the model's own code holds at the profile peak (vLLM's profiler counts
-        them before the KV cache is sized): :func:`vmemplan.models.deepseek_v4_profile.profile_buffers`."""
-        return profile_buffers(self, ctx, max_num_batched_tokens=max_num_batched_tokens)
+        them before the KV cache is sized): :func:`vmemplan.models.deepseek_v4_profile.profile_buffers`,
+        less the buffers the weights already hold (registered at model init, so in vLLM's
+        "Model loading took", not in the profile peak above it)."""
+        return profile_buffers(self, ctx, max_num_batched_tokens=max_num_batched_tokens, exclude_weight_held=True)
 
     # -- weights (approximate) --------------------------------------------------------
     def _owns_compressor(self, layer: int) -> bool:

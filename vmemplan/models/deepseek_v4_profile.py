@@ -59,7 +59,8 @@ def indexer_workspace_bytes(*, ratio: int, max_model_len: int, index_head_dim: i
     return total * index_head_dim + total * 4 + RADIX_TOPK_WORKSPACE_BYTES
 
 
-def profile_buffers(model: DeepseekV4, ctx: GraphContext, *, max_num_batched_tokens: int) -> tuple[int, str]:
+def profile_buffers(model: DeepseekV4, ctx: GraphContext, *, max_num_batched_tokens: int,
+                    exclude_weight_held: bool = False) -> tuple[int, str]:
     """Buffers the model's own code holds at the profile peak (vLLM's profiler counts
     them before the KV cache is sized):
 
@@ -76,6 +77,12 @@ def profile_buffers(model: DeepseekV4, ctx: GraphContext, *, max_num_batched_tok
 
     Mirrors DeepseekV4Model.__init__ (topk / candidate / _mtp_hidden_buffer),
     the FlashMLA dummy-run reservation and SparseAttnIndexer's profile branch (0.33.0).
+
+    ``exclude_weight_held`` leaves out what the model registers on the device at init and
+    vmemplan therefore counts in the weights (v4_extra_tensors, v41_extra_tensors): the rotary
+    caches, the backbone's top-k buffer and the candidate-block buffer.  vLLM's
+    "Model loading took" includes them, and its profile peak is measured above that baseline,
+    so counting them again here would charge them twice.
     """
     text = model.config.text
     L, T, W = ctx.max_model_len, max_num_batched_tokens, model.window
@@ -100,14 +107,20 @@ def profile_buffers(model: DeepseekV4, ctx: GraphContext, *, max_num_batched_tok
         parts.append(("drafter prefill workspace", max(attn_ws(model.ratio(i)) for i in draft)))
     if index_ratios:
         parts.append(("indexer logits", SPARSE_INDEXER_MAX_LOGITS_BYTES))
-    parts.append(("top-k indices", T * topk * 4 * (2 if draft else 1)))
-    if model._has_candidates():
+    held = exclude_weight_held
+    topk_buffers = (2 if draft else 1) - (1 if held and text.get("index_topk") else 0)
+    if topk_buffers:
+        parts.append(("top-k indices" + (" (drafter)" if held else ""), T * topk * 4 * topk_buffers))
+    if model._has_candidates() and not held:
         parts.append(("candidate blocks", T * int(text.get("candidate_topk_blocks", 0)) * 4))
     if draft:
         hc = int(text.get("hc_mult", 1) or 1)
         parts.append(("drafter hidden states", T * hc * model.config.hidden_size * dtype_bytes(ctx.model_dtype)))
-    rope_dim = int(model._t("qk_rope_head_dim", 64))
-    parts.append(("rotary caches", 2 * model.config.max_position_embeddings * rope_dim * 4))
+    if not held:
+        rope_dim = int(model._t("qk_rope_head_dim", 64))
+        parts.append(("rotary caches", 2 * model.config.max_position_embeddings * rope_dim * 4))
     total = sum(b for _, b in parts)
     prov = "DeepSeek-V4 model buffers: " + ", ".join(f"{k} {b / MIB:.0f} MiB" for k, b in parts)
+    if held:
+        prov += " (the rotary caches, top-k and candidate buffers are in the weights)"
     return total, prov

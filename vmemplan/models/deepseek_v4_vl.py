@@ -42,6 +42,7 @@ from vmemplan.core.graph import GraphContext, WeightTensor
 from vmemplan.laws import multimodal as mm_law
 from vmemplan.models.base import register
 from vmemplan.models.deepseek_v4 import DeepseekV4
+from vmemplan.models.deepseek_v4_vision import DeepseekV4VitDims, deepseek_v4_vit_tensors
 from vmemplan.models.multimodal import VisionEncoderMixin
 
 __all__ = ["DeepseekV4VL", "deepseek_v4_vision_tensors"]
@@ -55,24 +56,13 @@ _VISION_DEFAULTS = {"vision_dim": 1024, "vision_n_heads": 16, "vision_inter_dim"
 
 
 def deepseek_v4_vision_tensors(v: dict[str, int], *, layers: int, hidden: int, tp: int) -> list[WeightTensor]:
-    """The ViT, the aligner and the four image vectors on one rank (``tp`` 1 when the vision heads
-    do not divide by TP)."""
-    c, inter, patch, r = v["vision_dim"], v["vision_inter_dim"], v["vision_patch_size"], v["vision_downsample_ratio"]
-
-    def enc(name: str, rows: int, cols: int = 1, count: int = 1) -> WeightTensor:
-        return WeightTensor(name, "encoder", rows, cols, count)
-
-    return [
-        enc("vision.patch_embed.proj", c, 3 * patch * patch), enc("vision.patch_embed.proj.bias", c),
-        enc("vision.blocks.norm1+norm2", c, 1, 2 * layers),
-        enc("vision.blocks.attn.wqkv", 3 * c // tp, c, layers), enc("vision.blocks.attn.wqkv.bias", 3 * c // tp, 1, layers),
-        enc("vision.blocks.attn.wo", c, c // tp, layers), enc("vision.blocks.attn.wo.bias", c, 1, layers),
-        enc("vision.blocks.mlp.w1", 2 * inter // tp, c, layers), enc("vision.blocks.mlp.w2", c, inter // tp, layers),
-        enc("vision.norm", c),
-        enc("aligner.w1", hidden // tp, c * r * r), enc("aligner.w1.bias", hidden // tp),
-        enc("aligner.w2", hidden, hidden // tp), enc("aligner.w2.bias", hidden),
-        WeightTensor("image_start+image_end+image_newline+image_pad", "encoder", hidden, 1, 4, dtype="float32"),
-    ]
+    """The ViT, the aligner (:func:`vmemplan.models.deepseek_v4_vision.deepseek_v4_vit_tensors`, the
+    builder DeepSeek-V4.1 shares) and the four image vectors on one rank (``tp`` 1 when the vision
+    heads do not divide by TP)."""
+    dims = DeepseekV4VitDims(v["vision_dim"], layers, v["vision_n_heads"], v["vision_inter_dim"],
+                             v["vision_patch_size"], v["vision_downsample_ratio"])
+    return deepseek_v4_vit_tensors(dims, hidden, tp) + [
+        WeightTensor("image_start+image_end+image_newline+image_pad", "encoder", hidden, 1, 4, dtype="float32")]
 
 
 @register
