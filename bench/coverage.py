@@ -28,6 +28,10 @@ NOT_PLANNED_WHY = {
     "Terratorch": "vLLM builds it through the terratorch package (vllm/model_executor/models/terratorch.py: "
                   "terratorch.vllm.InferenceRunner from the config's pretrained_cfg), a geospatial backbone "
                   "whose tensors no config.json dimension describes; attention-free, so no KV cache either",
+    "Llama_Nemotron_Nano_VL": "its vision tower is the checkpoint's own remote code "
+                             "(vllm/model_executor/models/nemotron_vl.py::LlamaNemotronVLChatModel._init_vision_model: "
+                             "AutoModel.from_config(vision_config, trust_remote_code)), which vmemplan never runs and "
+                             "vLLM's own code cannot check: no oracle reference for its tensors",
 }
 UNRELIABLE_TOWERS = frozenset({"MiniMaxM3SparseForConditionalGeneration", "MiniCPMV", "DeepseekVLV2ForCausalLM",
                                "Phi3VForCausalLM", "CLIPModel", "SiglipModel"})
