@@ -169,6 +169,8 @@ def _with_library_defaults(raw: Mapping[str, Any]) -> Mapping[str, Any]:
         return whisper_decoder_view(raw)
     if raw.get("model_type") == "deepseek_v4":
         return deepseek_v4_vision_arch(raw)
+    if raw.get("model_type") == "cohere_asr" and isinstance(raw.get("transf_decoder"), Mapping):
+        return cohere_asr_decoder_view(raw)
     if raw.get("model_type") == "colpali" and isinstance(raw.get("vlm_config"), Mapping):
         # ColPali builds PaliGemma on its vlm_config (colpali.py: vllm_config.with_hf_config(config.vlm_config))
         return _with_library_defaults({**raw["vlm_config"], **{k: v for k, v in raw.items() if k != "vlm_config"}})
@@ -201,6 +203,25 @@ def deepseek_v4_vision_arch(raw: Mapping[str, Any]) -> Mapping[str, Any]:
     if isinstance(layers, int) and layers > 0 and raw.get("architectures") == ["DeepseekV4ForCausalLM"]:
         return {**raw, "architectures": ["DeepseekV4ForConditionalGeneration"]}
     return raw
+
+
+def cohere_asr_decoder_view(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """A Cohere ASR config seen through its decoder (vllm/model_executor/models/cohere_asr.py::
+    CohereASRDecoder / CohereASRDecoderLayer read ``transf_decoder["config_dict"]``'s
+    ``hidden_size``, ``inner_size``, ``num_attention_heads``, ``num_layers``; the vocabulary is
+    ``head["num_classes"]``).  The context length vLLM derives is the top-level
+    ``max_position_embeddings``, which transformers' CohereAsrConfig defaults to 1024."""
+    dec = raw["transf_decoder"].get("config_dict") or {}
+    head = raw.get("head") or {}
+    out = {**raw, "max_position_embeddings": raw.get("max_position_embeddings", 1024), "tie_word_embeddings": False}
+    for key, src in (("hidden_size", "hidden_size"), ("num_hidden_layers", "num_layers"),
+                     ("num_attention_heads", "num_attention_heads"), ("num_key_value_heads", "num_attention_heads"),
+                     ("intermediate_size", "inner_size")):
+        if dec.get(src) is not None:
+            out[key] = dec[src]
+    if head.get("num_classes") is not None:
+        out["vocab_size"] = head["num_classes"]
+    return out
 
 
 def deepseek_vl2_defaults(raw: Mapping[str, Any]) -> dict[str, Any]:

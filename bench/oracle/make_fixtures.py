@@ -97,6 +97,7 @@ SHIMS.update({"Mistral3ForConditionalGeneration": "shims_mistral3.py"})  # the c
 SHIMS.update({"PixtralForConditionalGeneration": "shims_pixtral.py"})  # model_type pixtral read as vLLM's params.json remap builds it, not transformers' PixtralVisionConfig
 SHIMS.update({"DeepseekV41ForCausalLM": "shims_deepseek_v41.py"})  # Engram tables in host memory (cpu_offload default), Marlin repack fake kernel
 SHIMS.update({"Dots3NoteForCausalLM": "shims_dots3_note.py"})  # added_tokens.json (the <|imgpad|> id) the oracle lacks
+SHIMS.update({"CohereAsrForConditionalGeneration": "shims_cohere_asr.py"})  # torchaudio stand-in; ConvSubsampling sized on CPU (int() of a tensor)
 WEIGHT_KEYS = ("parameters_bytes", "buffers_bytes", "total_bytes", "by_dtype",
                "parameters_by_dtype", "buffers_by_dtype", "host_tensors_bytes", "num_tensors",
                "stage", "largest")
