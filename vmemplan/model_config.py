@@ -171,6 +171,8 @@ def _with_library_defaults(raw: Mapping[str, Any]) -> Mapping[str, Any]:
         return deepseek_v4_vision_arch(raw)
     if raw.get("model_type") == "cohere_asr" and isinstance(raw.get("transf_decoder"), Mapping):
         return cohere_asr_decoder_view(raw)
+    if raw.get("model_type") == "nemotron_parse" and isinstance(raw.get("decoder"), Mapping):
+        return nemotron_parse_decoder_view(raw)
     if raw.get("model_type") == "colpali" and isinstance(raw.get("vlm_config"), Mapping):
         # ColPali builds PaliGemma on its vlm_config (colpali.py: vllm_config.with_hf_config(config.vlm_config))
         return _with_library_defaults({**raw["vlm_config"], **{k: v for k, v in raw.items() if k != "vlm_config"}})
@@ -222,6 +224,27 @@ def cohere_asr_decoder_view(raw: Mapping[str, Any]) -> dict[str, Any]:
     if head.get("num_classes") is not None:
         out["vocab_size"] = head["num_classes"]
     return out
+
+
+#: the published NemotronParseTextConfig's defaults (the checkpoint's remote configuration code)
+_NEMOTRON_PARSE_TEXT_DEFAULTS = {"vocab_size": 250027, "d_model": 1024, "decoder_layers": 12,
+                                 "decoder_attention_heads": 16, "encoder_ffn_dim": 4096}
+
+
+def nemotron_parse_decoder_view(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """A Nemotron Parse config seen through its mBART decoder, the remote NemotronParseTextConfig
+    that vLLM's nemotron_parse.py / nemotron_parse3_5.py build MBartDecoderNoPos on (``d_model``,
+    ``decoder_layers``, ``decoder_attention_heads``; the MLP width is ``encoder_ffn_dim``, as
+    BartDecoderLayer reads it).  vLLM derives the context from that text config's
+    ``max_sequence_length``, which NemotronParseConfig copies from the top level (default 9000);
+    the LM head is tied when the top level or the decoder says so."""
+    dec = {**_NEMOTRON_PARSE_TEXT_DEFAULTS, **{k: v for k, v in raw["decoder"].items() if v is not None}}
+    tie = bool(raw.get("tie_word_embeddings") or dec.get("tie_word_embeddings"))
+    return {**raw, "hidden_size": dec["d_model"], "num_hidden_layers": dec["decoder_layers"],
+            "num_attention_heads": dec["decoder_attention_heads"],
+            "num_key_value_heads": dec["decoder_attention_heads"], "intermediate_size": dec["encoder_ffn_dim"],
+            "vocab_size": dec["vocab_size"], "max_position_embeddings": raw.get("max_sequence_length", 9000),
+            "tie_word_embeddings": tie}
 
 
 def deepseek_vl2_defaults(raw: Mapping[str, Any]) -> dict[str, Any]:
