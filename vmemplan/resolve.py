@@ -258,7 +258,7 @@ def _engine_sizes(d: _Draft) -> None:
     d.prefix = d.pick("enable_prefix_caching", inputs.enable_prefix_caching,
                       bool(rules.defaults.enable_prefix_caching.value) and adapter.prefix_caching_supported())
     d.block_size = d.pick("block_size", inputs.block_size, rules.defaults.block_size.value)
-    chunked = bool(rules.defaults.enable_chunked_prefill.value)
+    chunked = bool(rules.defaults.enable_chunked_prefill.value) and adapter.chunked_prefill_supported()
     mnbt_default, seqs_default = rules.batch_defaults.for_device(
         device_name=gpu.device_name, nvml_total_bytes=gpu.batch_default_total_bytes,
         max_model_len=d.max_model_len, chunked_prefill=chunked,

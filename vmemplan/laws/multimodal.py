@@ -37,6 +37,7 @@ __all__ = [
     "encoder_cache_bytes",
     "fit_pixel_bounds",
     "limit_for",
+    "allowed_limits",
     "mm_profile",
     "pixtral_image_tokens",
     "profile_peak_bytes",
@@ -69,6 +70,17 @@ def limit_for(limits: Limits | Mapping[str, int], modality: str) -> int:
     Mirrors vllm/config/multimodal.py::MultiModalConfig.get_limit_per_prompt (0.33.0)."""
     table = dict(limits)
     return int(table.get(modality, DEFAULT_MM_LIMIT))
+
+
+def allowed_limits(limits: Limits | Mapping[str, int], supported: Mapping[str, int | None]) -> dict[str, int]:
+    """The items per prompt vLLM allows for each modality the model supports: the user's limit
+    (:func:`limit_for`), capped by the model's own where it states one (None: no cap).
+
+    Mirrors vllm/multimodal/processing/context.py::BaseProcessingInfo.allowed_mm_limits (0.33.0),
+    ``min(user_limit, supported_limit)`` over ``get_supported_mm_limits()``; the encoder budget
+    (vllm/multimodal/encoder_budget.py::MultiModalBudget) reads these, not the user's figures."""
+    return {m: limit_for(limits, m) if cap is None else min(limit_for(limits, m), int(cap))
+            for m, cap in supported.items()}
 
 
 # --------------------------------------------------------------------------------------

@@ -224,6 +224,15 @@ class Adapter:
         generative models no."""
         return True
 
+    def chunked_prefill_supported(self) -> bool:
+        """Whether vLLM enables chunked prefill by default for this model.
+
+        Mirrors vllm/config/model.py::ModelConfig.is_chunked_prefill_supported (0.33.0): generative
+        models yes, encoder-decoder ones no (vllm/config/scheduler.py::SchedulerConfig.__post_init__
+        also turns it off for them); without it an unset ``--max-num-batched-tokens`` is raised to
+        ``max_model_len`` (vllm/engine/arg_utils.py)."""
+        return True
+
     def resolve_block_size(self, ctx: GraphContext, *, user_block_size: int | None, default: int) -> int:
         """The KV block size vLLM ends up with: the user's, else the attention backend's
         preferred size.  Families override this for backends that force a size (MLA

@@ -87,6 +87,7 @@ class CohereAsr(Whisper):
     CohereASRDecoder with Whisper's self- and cross-attention caches."""
 
     architectures = ("CohereAsrForConditionalGeneration",)
+    supported_mm_limits = {"audio": 1}  # CohereASRProcessingInfo.get_supported_mm_limits
 
     def clip_tokens(self) -> int:
         return cohere_asr_clip_tokens(self.config.raw)

@@ -90,6 +90,9 @@ class VisionEncoderMixin:
     """
 
     modalities: tuple[str, ...] = ("image",)
+    #: the model's own per-prompt caps (its processing info's ``get_supported_mm_limits``) where it
+    #: states a number; a modality not named here is uncapped (None)
+    supported_mm_limits: Mapping[str, int] = {}
     reads_max_model_len = True  # the encoder budget reads the context length
     #: vLLM's ``SupportsMultiModal.supports_encoder_tp_data`` (interfaces.py, False unless a model
     #: declares it): without it ``--mm-encoder-tp-mode data`` becomes ``weights``
@@ -156,14 +159,17 @@ class VisionEncoderMixin:
         ctx = self.encoder_ctx(ctx)
         hidden, inter = self.encoder_dims(config)
         tokens = self.max_tokens_per_item(config, ctx) if self.tower_built(ctx) else {}
+        limits = mm_law.allowed_limits(ctx.limit_mm_per_prompt,
+                                       {m: self.supported_mm_limits.get(m) for m in {*self.modalities, *tokens}})
         return mm_law.mm_profile(
-            tokens, ctx.limit_mm_per_prompt, max_num_batched_tokens=ctx.max_num_batched_tokens,
+            tokens, limits, max_num_batched_tokens=ctx.max_num_batched_tokens,
             max_model_len=ctx.max_model_len, max_num_seqs=ctx.max_num_seqs,
             patches_per_token=self.patches_per_token, encoder_hidden_size=hidden,
             encoder_intermediate_size=inter, output_width=self.encoder_output_width(config),
             hidden_buffers=hidden_buffers, intermediate_buffers=intermediate_buffers,
             dtype_bytes=dtype_bytes(ctx.model_dtype), tensor_parallel_size=ctx.tensor_parallel_size,
             data_parallel_encoder=ctx.mm_encoder_tp_mode == "data", skip_mm_profiling=ctx.skip_mm_profiling,
+            enable_chunked_prefill=self.chunked_prefill_supported(),  # type: ignore[attr-defined]
         )
 
     def multimodal_profile(self, ctx: GraphContext, *, hidden_buffers: float = 3.0,

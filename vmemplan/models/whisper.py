@@ -25,7 +25,11 @@ tokens, ``cdiv(max_num_encoder_input_tokens, block)`` pages; vllm/config/schedul
 ``max_num_encoder_input_tokens = max_num_batched_tokens``): two KV cache groups.  vLLM treats the
 model as encoder-decoder: no prefix caching (vllm/config/model.py::is_prefix_caching_supported).
 The dummy audio is one item of ``max_source_positions`` tokens (WhisperProcessingInfo.
-get_num_audio_tokens), at most one per prompt.
+get_num_audio_tokens), at most one per prompt: get_supported_mm_limits caps ``--limit-mm-per-prompt``
+(the encoder budget reads min(user limit, 1), vllm/multimodal/processing/context.py::
+BaseProcessingInfo.allowed_mm_limits), and vLLM turns chunked prefill off for an encoder-decoder
+model (vllm/config/model.py::is_chunked_prefill_supported), which bounds the profiled requests by
+``max_num_batched_tokens`` // tokens per clip.
 """
 
 from __future__ import annotations
@@ -65,6 +69,7 @@ class Whisper(_AudioTower, Adapter):
     self- and cross-attention caches."""
 
     architectures = ("WhisperForConditionalGeneration",)
+    supported_mm_limits = {"audio": 1}  # WhisperProcessingInfo.get_supported_mm_limits
 
     def _d(self) -> tuple[int, int, int]:
         """(d_model, decoder heads, decoder FFN width)."""
@@ -113,6 +118,9 @@ class Whisper(_AudioTower, Adapter):
 
     def prefix_caching_supported(self) -> bool:
         return False  # encoder-decoder (vllm/config/model.py::is_prefix_caching_supported)
+
+    def chunked_prefill_supported(self) -> bool:
+        return False  # encoder-decoder (vllm/config/model.py::is_chunked_prefill_supported)
 
     def notes(self) -> tuple[str, ...]:
         return ("encoder-decoder: each decoder layer caches its own tokens and the encoder's "
