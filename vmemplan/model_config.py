@@ -228,21 +228,26 @@ def cohere_asr_decoder_view(raw: Mapping[str, Any]) -> dict[str, Any]:
 
 #: the published NemotronParseTextConfig's defaults (the checkpoint's remote configuration code)
 _NEMOTRON_PARSE_TEXT_DEFAULTS = {"vocab_size": 250027, "d_model": 1024, "decoder_layers": 12,
-                                 "decoder_attention_heads": 16, "encoder_ffn_dim": 4096}
+                                 "decoder_attention_heads": 16, "encoder_ffn_dim": 4096, "decoder_ffn_dim": 4096}
 
 
 def nemotron_parse_decoder_view(raw: Mapping[str, Any]) -> dict[str, Any]:
     """A Nemotron Parse config seen through its mBART decoder, the remote NemotronParseTextConfig
     that vLLM's nemotron_parse.py / nemotron_parse3_5.py build MBartDecoderNoPos on (``d_model``,
     ``decoder_layers``, ``decoder_attention_heads``; the MLP width is ``encoder_ffn_dim``, as
-    BartDecoderLayer reads it).  vLLM derives the context from that text config's
+    nemotron_parse.py's BartDecoderLayer reads it, ``decoder_ffn_dim`` in Parse 3.5's
+    (RadioMBartPrefixForCausalLM) MBartDecoderLayer, whose self attention has
+    ``self_attention_kv_heads`` KV heads when set).  vLLM derives the context from that text config's
     ``max_sequence_length``, which NemotronParseConfig copies from the top level (default 9000);
     the LM head is tied when the top level or the decoder says so."""
     dec = {**_NEMOTRON_PARSE_TEXT_DEFAULTS, **{k: v for k, v in raw["decoder"].items() if v is not None}}
     tie = bool(raw.get("tie_word_embeddings") or dec.get("tie_word_embeddings"))
+    prefix_lm = "RadioMBartPrefixForCausalLM" in (raw.get("architectures") or ())
     return {**raw, "hidden_size": dec["d_model"], "num_hidden_layers": dec["decoder_layers"],
             "num_attention_heads": dec["decoder_attention_heads"],
-            "num_key_value_heads": dec["decoder_attention_heads"], "intermediate_size": dec["encoder_ffn_dim"],
+            "num_key_value_heads": (dec.get("self_attention_kv_heads") if prefix_lm else None)
+            or dec["decoder_attention_heads"],
+            "intermediate_size": dec["decoder_ffn_dim" if prefix_lm else "encoder_ffn_dim"],
             "vocab_size": dec["vocab_size"], "max_position_embeddings": raw.get("max_sequence_length", 9000),
             "tie_word_embeddings": tie}
 

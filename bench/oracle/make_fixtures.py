@@ -99,6 +99,7 @@ SHIMS.update({"DeepseekV41ForCausalLM": "shims_deepseek_v41.py"})  # Engram tabl
 SHIMS.update({"Dots3NoteForCausalLM": "shims_dots3_note.py"})  # added_tokens.json (the <|imgpad|> id) the oracle lacks
 SHIMS.update({"CohereAsrForConditionalGeneration": "shims_cohere_asr.py"})  # torchaudio stand-in; ConvSubsampling sized on CPU (int() of a tensor)
 SHIMS.update({"NemotronParseForConditionalGeneration": "shims_nemotron_parse.py"})  # stand-in for the remote NemotronParseConfig
+SHIMS.update({"RadioMBartPrefixForCausalLM": "shims_nemotron_parse.py"})  # stand-in for the remote NemotronParseConfig (Parse 3.5 flags read as attributes)
 WEIGHT_KEYS = ("parameters_bytes", "buffers_bytes", "total_bytes", "by_dtype",
                "parameters_by_dtype", "buffers_by_dtype", "host_tensors_bytes", "num_tensors",
                "stage", "largest")

@@ -19,7 +19,16 @@ decoder vocabulary, tied to ``decoder.embed_tokens`` when the top level or the d
   Whisper's decoder layer (WhisperAttention + WhisperCrossAttention, biased ``fc1`` / ``fc2``, three
   LayerNorms) with the MLP ``encoder_ffn_dim`` wide (BartDecoderLayer reads that key).
 
-KV cache, prefix caching, TP: as Whisper (a FullAttentionSpec and a CrossAttentionSpec per layer;
+Parse 3.5 (``RadioMBartPrefixForCausalLM``, vllm/model_executor/models/nemotron_parse3_5.py) is the
+same tower and decoder made a causal visual-prefix LM (the image tokens enter the decoder's own
+sequence; ``causal_vision_prefix``, no cross attention): RadioWithNeck's neck is ``decoder.d_model``
+wide on ``vision_spatial_dim`` (1280) / ``vision_summary_dim`` (3840) inputs; an MBartDecoderLayer
+is a biased QKVParallelLinear (``self_attention_kv_heads`` KV heads, default all) + ``out_proj``,
+biased ``fc1`` / ``fc2`` of ``decoder_ffn_dim``, two LayerNorms (:func:`mbart_prefix_layers`);
+one FullAttentionSpec per layer, prefix caching and chunked prefill as any decoder-only model;
+the same one-image limit and token count.
+
+KV cache, prefix caching, TP of NemotronParseForConditionalGeneration: as Whisper (a FullAttentionSpec and a CrossAttentionSpec per layer;
 WhisperAttention asserts that TP divides the heads).  Encoder profile: one image a prompt
 (NemotronParseProcessingInfo.get_supported_mm_limits) at ``image_size``, of
 ``(H / patch) · (W / patch / 4) + 1`` tokens (get_num_image_tokens); no ``supports_encoder_tp_data``.
@@ -30,13 +39,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from vmemplan.core.graph import GraphContext, WeightTensor
+from vmemplan.core.graph import GraphContext, WeightTensor, attention_scales
+from vmemplan.core.kv_specs import FullAttentionSpec
 from vmemplan.laws import multimodal as mm_law
-from vmemplan.models.base import register
+from vmemplan.models.audio_towers import _layers
+from vmemplan.models.base import Adapter, register
+from vmemplan.models.dense_blocks import kv_spec_fields
 from vmemplan.models.radio import VIT_TIMM_DIM_BY_NAME, radio_tower
 from vmemplan.models.whisper import Whisper, whisper_decoder_layers
 
-__all__ = ["NemotronParse", "mbart_nopos_ends", "nemotron_parse_image_tokens", "radio_neck", "radio_with_neck"]
+__all__ = ["NemotronParse", "RadioMBartPrefix", "mbart_nopos_ends", "mbart_prefix_layers",
+           "nemotron_parse_image_tokens", "radio_neck", "radio_with_neck"]
 
 
 def radio_neck(spatial: int, neck: int, summary: int, tp: int, prefix: str = "encoder") -> list[WeightTensor]:
@@ -117,3 +130,59 @@ class NemotronParse(Whisper):
     def notes(self) -> tuple[str, ...]:
         return ("encoder-decoder: each decoder layer caches its own tokens and the image's "
                 f"({self.clip_tokens()} per page image, one image per prompt)",)
+
+
+def mbart_prefix_layers(d: int, heads: int, kv: int, ffn: int, n: int, tp: int,
+                        prefix: str = "decoder") -> list[WeightTensor]:
+    """Parse 3.5's ``n`` MBartDecoderLayers split over ``tp``: Whisper's encoder-layer shapes
+    (audio_towers.py::_layers) with the fused QKV sized for ``kv`` KV heads (replicated when TP
+    exceeds them, as QKVParallelLinear does), and the attention scales."""
+    hd = d // heads
+    rows = heads * hd // tp + 2 * max(1, kv // tp) * hd
+    out = [t for t in _layers(prefix, d, ffn, n, tp, qkv_fused=True) if ".qkv_proj" not in t.name]
+    return out + [WeightTensor(f"{prefix}.layers.self_attn.qkv_proj", "encoder", rows, d, n),
+                  WeightTensor(f"{prefix}.layers.self_attn.qkv_proj.bias", "encoder", rows, 1, n),
+                  attention_scales(f"{prefix}.layers.self_attn.attn", n)]
+
+
+@register
+class RadioMBartPrefix(NemotronParse):
+    """``RadioMBartPrefixForCausalLM`` (Parse 3.5): RadioWithNeck + a causal MBartDecoderNoPos over
+    the image prefix, self attention only."""
+
+    architectures = ("RadioMBartPrefixForCausalLM",)
+
+    def validate_parallel(self, ctx: GraphContext) -> None:
+        Adapter.validate_parallel(self, ctx)  # QKVParallelLinear: heads and KV heads against TP
+
+    def vision_weight_tensors(self, config: Any, ctx: GraphContext) -> list[WeightTensor]:
+        raw = config.raw
+        return radio_with_neck(raw, ctx.tensor_parallel_size, spatial=int(raw.get("vision_spatial_dim", 1280)),
+                               neck=config.hidden_size, summary=int(raw.get("vision_summary_dim", 3840)))
+
+    def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
+        span = self.rank_span(ctx)
+        cfg = self.config
+        first, last = mbart_nopos_ends(self, span, cfg.hidden_size)
+        out = first + (self.tower_tensors(cfg, ctx) if span.first else [])
+        if span.layers:
+            out += mbart_prefix_layers(cfg.hidden_size, cfg.num_attention_heads, cfg.num_key_value_heads,
+                                       cfg.intermediate_size, span.layers, span.tp)
+        return out + last
+
+    def kv_cache_specs(self, ctx: GraphContext) -> dict[str, Any]:
+        cfg = self.config
+        common = kv_spec_fields(ctx, num_kv_heads=max(1, cfg.num_key_value_heads // ctx.tensor_parallel_size),
+                                head_size=cfg.hidden_size // cfg.num_attention_heads)
+        start, end = self.layer_range(ctx)
+        return {f"decoder.layers.{i}.self_attn.attn": FullAttentionSpec(**common) for i in range(start, end)}
+
+    def prefix_caching_supported(self) -> bool:
+        return True  # decoder-only
+
+    def chunked_prefill_supported(self) -> bool:
+        return True
+
+    def notes(self) -> tuple[str, ...]:
+        return (f"causal visual prefix: the page image's {self.clip_tokens()} tokens open the decoder's own "
+                "sequence (one image per prompt)",)
