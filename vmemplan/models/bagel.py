@@ -41,7 +41,7 @@ from vmemplan.laws import multimodal as mm_law
 from vmemplan.models.base import register
 from vmemplan.models.dense import Qwen2
 from vmemplan.models.multimodal import VisionEncoderMixin
-from vmemplan.models.vision_towers import _need, siglip_tower
+from vmemplan.models.vision_towers import _need, siglip_tower, split_mlp_projector
 
 __all__ = ["Bagel", "bagel_tower"]
 
@@ -66,10 +66,7 @@ def bagel_tower(vc: Mapping[str, Any], tp: int, text_hidden: int) -> list[Weight
     tower = [replace(t, name=t.name.replace("vision_tower.", "vit_model.", 1)) for t in siglip_tower(vc, tp)]
     return tower + [
         WeightTensor("vit_model.vision_model.embeddings.position_ids", "buffer", 1, grid * grid, dtype="int64"),
-        WeightTensor("connector.fc1", "encoder", text_hidden // tp, c),
-        WeightTensor("connector.fc1.bias", "encoder", text_hidden // tp, 1),
-        WeightTensor("connector.fc2", "encoder", text_hidden, text_hidden // tp),
-        WeightTensor("connector.fc2.bias", "encoder", text_hidden, 1),
+        *split_mlp_projector("connector", ("fc1", "fc2"), c, text_hidden, text_hidden, tp),
     ]
 
 

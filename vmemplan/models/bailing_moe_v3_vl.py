@@ -38,7 +38,7 @@ from vmemplan.laws import multimodal as mm_law
 from vmemplan.models.bailing_linear import BailingMoeV3
 from vmemplan.models.base import register
 from vmemplan.models.multimodal import QWEN2_VL_MAX_PIXELS, QWEN2_VL_MIN_PIXELS, VisionEncoderMixin
-from vmemplan.models.vision_towers import _enc, _need, _tower_tp, _vision, qwen3_vl_tower
+from vmemplan.models.vision_towers import _enc, _need, _tower_tp, _vision, qwen3_vl_tower, split_mlp_projector
 
 __all__ = ["BailingMoeV3VL", "bailing_v3_vl_tower"]
 
@@ -64,10 +64,7 @@ def bailing_v3_vl_tower(vc: Any, tp: int, text_hidden: int) -> list[WeightTensor
     vit = qwen3_vl_tower({**vc, "deepstack_visual_indexes": [], "out_hidden_size": m}, tp)
     return [t for t in vit if not t.name.startswith("visual.merger.")] + [
         _enc("merger.norm", c, 1, 2),
-        WeightTensor("linear_proj.linear_fc1", "encoder", text_hidden // tp, m),
-        WeightTensor("linear_proj.linear_fc1.bias", "encoder", text_hidden // tp, 1),
-        WeightTensor("linear_proj.linear_fc2", "encoder", text_hidden, text_hidden // tp),
-        WeightTensor("linear_proj.linear_fc2.bias", "encoder", text_hidden, 1),
+        *split_mlp_projector("linear_proj", ("linear_fc1", "linear_fc2"), m, text_hidden, text_hidden, tp),
     ]
 
 

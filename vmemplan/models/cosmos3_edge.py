@@ -37,7 +37,7 @@ from vmemplan.models.base import register
 from vmemplan.models.hybrid_mamba import NemotronH
 from vmemplan.models.multimodal import _QwenVLBase
 from vmemplan.models.siglip_navit import siglip2_navit_tower
-from vmemplan.models.vision_towers import _need, _tower_tp, _vision
+from vmemplan.models.vision_towers import _need, _tower_tp, _vision, split_mlp_projector
 
 __all__ = ["Cosmos3Edge", "cosmos3_edge_tower"]
 
@@ -59,10 +59,7 @@ def cosmos3_edge_tower(vc: Any, tp: int, text_hidden: int, projector_hidden: int
     m = c * int(vc.get("spatial_merge_size", 2)) ** 2
     return siglip2_navit_tower(vc, tp, prefix="visual.encoder") + [
         WeightTensor("visual.projector.norm", "encoder", c, 1, 2),
-        WeightTensor("visual.projector.linear_fc1", "encoder", projector_hidden // tp, m),
-        WeightTensor("visual.projector.linear_fc1.bias", "encoder", projector_hidden // tp, 1),
-        WeightTensor("visual.projector.linear_fc2", "encoder", text_hidden, projector_hidden // tp),
-        WeightTensor("visual.projector.linear_fc2.bias", "encoder", text_hidden, 1),
+        *split_mlp_projector("visual.projector", ("linear_fc1", "linear_fc2"), m, projector_hidden, text_hidden, tp),
     ]
 
 

@@ -337,3 +337,15 @@ def pixtral_native_adapter(vc: Mapping[str, Any], text_hidden: int) -> list[Weig
     if vc.get("adapter_bias", True):
         out.append(WeightTensor("vision_language_adapter.w_in+w_out.bias", "encoder", h, 1, 2))
     return out
+
+
+def split_mlp_projector(prefix: str, names: tuple[str, str], in_dim: int, mid: int, out: int,
+                        tp: int) -> list[WeightTensor]:
+    """A biased two-layer projector split over TP: a ColumnParallelLinear ``in_dim -> mid`` (rows
+    and bias split) then a RowParallelLinear ``mid -> out`` (columns split, the bias whole on every
+    rank), as vLLM's BAGEL connector, Ling-VL ``linear_proj`` and Cosmos 3 Edge projector build it."""
+    first, second = f"{prefix}.{names[0]}", f"{prefix}.{names[1]}"
+    return [
+        WeightTensor(first, "encoder", mid // tp, in_dim), WeightTensor(f"{first}.bias", "encoder", mid // tp, 1),
+        WeightTensor(second, "encoder", out, mid // tp), WeightTensor(f"{second}.bias", "encoder", out, 1),
+    ]
