@@ -314,7 +314,12 @@ def _parallel_and_backend(d: _Draft) -> None:
     from vmemplan.request import mamba
 
     mamba.check_mamba_dtypes(inputs)
+    from vmemplan.core.version import version_tuple_or_none
+
+    # the planned release: the backend's block-size rules are per release (e.g. 0.33.0's FlashInfer
+    # gated-delta checkpoints align a hybrid's attention block to 64 tokens on SM 9.0; 0.32 has none)
     backend_ctx = GraphContext(
+        vllm_version=version_tuple_or_none(d.version_text),
         tensor_parallel_size=tp, pipeline_parallel_size=pp, cache_dtype=d.kv_dtype, model_dtype=d.dtype,
         sm_major=gpu.sm_major, max_model_len=int(d.max_model_len), enable_prefix_caching=bool(d.prefix),
         max_num_batched_tokens=int(d.mnbt), max_num_seqs=int(d.max_num_seqs),
@@ -330,7 +335,6 @@ def _parallel_and_backend(d: _Draft) -> None:
     if inputs.block_size is not None and resolved_block != inputs.block_size:
         d.warnings.append(f"--block-size {inputs.block_size} becomes {resolved_block}, as vLLM's backend requires")
     d.block_size = resolved_block
-    from vmemplan.core.version import version_tuple_or_none
 
     d.warnings.extend(mamba.mamba_dtype_warnings(inputs, adapter, config))
     d.warnings.extend(mamba.mamba_block_size_warnings(
