@@ -64,7 +64,8 @@ def drafter_weight_tensors(spec: SpeculativeConfig | None, target: ModelConfig, 
         d = _draft_cfg(spec, target, draft)
         dtp = spec.draft_tensor_parallel_size or tp
         dctx = GraphContext(tensor_parallel_size=dtp, model_dtype=ctx.model_dtype, block_size=ctx.block_size,
-                    cache_dtype=ctx.cache_dtype, max_model_len=ctx.max_model_len)
+                            cache_dtype=ctx.cache_dtype, max_model_len=ctx.max_model_len, sm_major=ctx.sm_major,
+                            vllm_version=ctx.vllm_version)
         return [WeightTensor(f"draft_model.{t.name}", t.kind, t.rows, t.cols, t.count, t.quantizable, t.dtype,
                              t.in_features_full, t.allocations, t.out_features_full)
                 for t in adapter_for(d).weight_tensors(dctx)]
@@ -130,7 +131,8 @@ def drafter_kv_specs(spec: SpeculativeConfig | None, target: ModelConfig, ctx: G
         d = _draft_cfg(spec, target, draft)
         dtp = spec.draft_tensor_parallel_size or ctx.tensor_parallel_size
         dctx = GraphContext(tensor_parallel_size=dtp, model_dtype=ctx.model_dtype, block_size=ctx.block_size,
-                    cache_dtype=ctx.cache_dtype, max_model_len=ctx.max_model_len)
+                            cache_dtype=ctx.cache_dtype, max_model_len=ctx.max_model_len, sm_major=ctx.sm_major,
+                            vllm_version=ctx.vllm_version)
         return {f"draft_model.{k}": v for k, v in adapter_for(d).kv_cache_specs(dctx).items()}
     d = _draft_cfg(spec, target, draft)
     n = _head_layers(spec, target, draft)
