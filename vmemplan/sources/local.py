@@ -289,6 +289,8 @@ def _load_local(ref: str, revision: str | None) -> ModelSource:
             hint="pass a config.json, a model directory that holds one, or a Hugging Face id such as org/name",
         )
     if stat.S_ISDIR(st.st_mode):
+        if _is_mistral_dir(given):
+            return _load_mistral_dir(given, revision)
         config_path = given / "config.json"
         if _stat(config_path, printable(str(config_path))) is None:
             raise BadInput(
@@ -313,3 +315,46 @@ def _load_local(ref: str, revision: str | None) -> ModelSource:
     return ModelSource.of_config(os.path.normpath(str(given)), "local", config, extra, notes, revision=None,
                                  path=str(config_path.resolve()), safetensors_params=params)
 
+
+
+def _is_mistral_dir(model_dir: Path) -> bool:
+    """vLLM's ``--config-format auto`` test: ``consolidated*.safetensors`` and a ``params.json``
+    (vllm/transformers_utils/config.py::get_config, repo_utils.py::is_mistral_model_repo, 0.33.0)."""
+    try:
+        return (model_dir / "params.json").is_file() and any(model_dir.glob("consolidated*.safetensors"))
+    except OSError:
+        return False
+
+
+def _load_mistral_dir(model_dir: Path, revision: str | None) -> ModelSource:
+    """A Mistral-format directory read as vLLM reads it: params.json, with config.json (when
+    present) for the context length and the missing top-level keys, and the consolidated tensors'
+    dtype (MistralConfigParser.parse; :mod:`vmemplan.sources.mistral_format`)."""
+    from vmemplan.sources.mistral_format import DEFAULT_MAX_POSITIONS, common_float_dtype, config_from_params
+
+    params = _read_json_object(model_dir / "params.json", "params.json")
+    hf_path = model_dir / "config.json"
+    hf = _read_json_object(hf_path, "config.json") if hf_path.is_file() else {}
+    notes = [f"read from local file {(model_dir / 'params.json').resolve()}: the directory holds "
+             "consolidated*.safetensors and params.json, so vLLM's --config-format auto reads params.json "
+             "(pass config.json itself to plan the transformers layout, as --config-format hf does)"]
+    if revision is not None:
+        notes.append(f"revision {revision} ignored: {model_dir} is a local path")
+    if params.get("max_position_embeddings") is None:
+        text = hf.get("text_config") if isinstance(hf.get("text_config"), dict) else hf
+        params = {**params, "max_position_embeddings": text.get("max_position_embeddings") or DEFAULT_MAX_POSITIONS}
+    counts: dict[str, int] = {}
+    for file in sorted(model_dir.glob("consolidated*.safetensors")):
+        try:
+            for dtype, n in _safetensors_header_params(file).items():
+                counts[dtype] = counts.get(dtype, 0) + n
+        except (OSError, ValueError, UnicodeDecodeError) as error:
+            notes.append(printable(f"dtype not inferred: cannot read the header of {file.name} ({error})"))
+            counts = {}
+            break
+    if params.get("dtype") is None and (dtype := common_float_dtype(counts)) is not None:
+        params = {**params, "dtype": dtype}
+        notes.append(f"dtype {dtype} inferred from the consolidated*.safetensors headers, as vLLM does")
+    config = config_from_params(params, defaults=hf)
+    return ModelSource.of_config(os.path.normpath(str(model_dir)), "local", config, {}, notes, revision=None,
+                                 path=str((model_dir / "params.json").resolve()), safetensors_params=counts or None)

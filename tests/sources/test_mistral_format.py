@@ -1,0 +1,108 @@
+"""Mistral-format checkpoints (params.json + consolidated*.safetensors) read as vLLM 0.33.0 reads them
+(vllm/transformers_utils/config.py::MistralConfigParser, configs/mistral.py::adapt_config_dict)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import struct
+from pathlib import Path
+
+import pytest
+
+from vmemplan.core.errors import ModelConfigError
+from vmemplan.sources.mistral_format import common_float_dtype, config_from_params
+
+ROOT = Path(__file__).resolve().parents[2]
+ORACLE = ROOT / "tests" / "fixtures" / "oracle"
+#: Pixtral-12B-2409's params.json as the remapped fixture config states it (its SOURCES.md row)
+PIXTRAL_PARAMS = {
+    "dim": 5120, "n_layers": 40, "head_dim": 128, "hidden_dim": 14336, "n_heads": 32, "n_kv_heads": 8,
+    "rope_theta": 1_000_000_000.0, "norm_eps": 1e-05, "vocab_size": 131072,
+    "vision_encoder": {"hidden_size": 1024, "num_channels": 3, "image_size": 1024, "patch_size": 16,
+                       "rope_theta": 10000.0, "intermediate_size": 4096, "num_hidden_layers": 24,
+                       "num_attention_heads": 16, "image_token_id": 10, "image_break_token_id": 12,
+                       "image_end_token_id": 13, "adapter_bias": True},
+}
+
+
+def _side():
+    spec = importlib.util.spec_from_file_location("vmemplan_side_mf", ROOT / "tests" / "oracle" / "vmemplan_side.py")
+    module = importlib.util.module_from_spec(spec)
+    assert spec.loader is not None
+    spec.loader.exec_module(module)
+    return module
+
+
+def _mistral_dir(tmp_path: Path, params: dict, dtype: str = "BF16") -> Path:
+    (tmp_path / "params.json").write_text(json.dumps(params))
+    header = json.dumps({"w": {"dtype": dtype, "shape": [2, 2], "data_offsets": [0, 8]}}).encode()
+    (tmp_path / "consolidated.safetensors").write_bytes(struct.pack("<Q", len(header)) + header + b"\0" * 8)
+    return tmp_path
+
+
+def test_pixtral_params_remap_to_the_config_vllm_builds():
+    """The remap of Pixtral-12B's params.json (max_position_embeddings 128,000: neither params.json nor
+    a config.json gives one; dtype from the consolidated tensors) is the fixture's config to the key."""
+    built = config_from_params({**PIXTRAL_PARAMS, "max_position_embeddings": 128_000, "dtype": "bfloat16"})
+    fixture = json.loads((ORACLE / "configs" / "mistralai--Pixtral-12B-2409.vllm-mistral-remap.synthetic.json")
+                         .read_text())
+    assert built == fixture
+
+
+@pytest.mark.parametrize("tp", [1, 2])
+def test_a_mistral_directory_plans_as_vllm_own_code(tmp_path, tp):
+    """A directory with params.json and consolidated.safetensors is planned from params.json, and
+    matches vLLM 0.33.0's own figures for Pixtral-12B exactly (the oracle fixtures)."""
+    side = _side()
+    fx = side.load(ORACLE / f"mistralai-Pixtral-12B-2409.vllm-mistral-remap.synthetic.tp{tp}.json")
+    fx = {**fx, "config": str(_mistral_dir(tmp_path, PIXTRAL_PARAMS))}
+    figures = side.vmemplan_figures(fx)
+    assert "error" not in figures, figures
+    assert not side.mismatches(fx, figures, side.EXACT_KEYS)
+    assert figures["adapter"] == "Pixtral"
+
+
+def test_config_json_beside_params_gives_the_length_and_missing_keys(tmp_path):
+    """MistralConfigParser takes max_position_embeddings from config.json's text config when params.json
+    has none, and adapt_config_dict fills the top-level keys it lacks from config.json."""
+    d = _mistral_dir(tmp_path, PIXTRAL_PARAMS)
+    (d / "config.json").write_text(json.dumps({"architectures": ["LlavaForConditionalGeneration"],
+                                               "text_config": {"max_position_embeddings": 131_072},
+                                               "image_token_index": 10}))
+    from vmemplan.sources.local import _load_local
+
+    source = _load_local(str(d), None)
+    assert source.config["architectures"] == ["PixtralForConditionalGeneration"]
+    assert source.config["text_config"]["max_position_embeddings"] == 131_072
+    assert source.config["image_token_index"] == 10
+    assert source.config["text_config"]["dtype"] == "bfloat16"
+
+
+def test_sliding_window_list_and_yarn_remap():
+    # a window every 2nd of 4 layers: pattern [4096, None] repeated 4 // 2 = 2 times
+    c = config_from_params({"dim": 8, "n_layers": 4, "n_heads": 2, "n_kv_heads": 1, "hidden_dim": 16,
+                            "head_dim": 4, "vocab_size": 32, "norm_eps": 1e-5, "rope_theta": 1e6,
+                            "sliding_window": [4096, None],
+                            "yarn": {"factor": 4, "original_max_position_embeddings": 8192, "beta": 32, "alpha": 1,
+                                     "apply_scale": False}})
+    assert c["layer_types"] == ["sliding_attention", "full_attention"] * 2 and c["sliding_window"] == 4096
+    assert c["rope_parameters"] == {"rope_type": "yarn", "mscale_all_dim": 1, "rope_theta": 1e6, "factor": 4.0,
+                                    "original_max_position_embeddings": 8192, "beta_fast": 32.0, "beta_slow": 1.0,
+                                    "attention_factor": 1.0}
+    assert c["architectures"] == ["MistralForCausalLM"] and c["max_position_embeddings"] == 128_000
+    assert c["hidden_size"] == 8 and c["intermediate_size"] == 16 and c["tie_word_embeddings"] is False
+
+
+@pytest.mark.parametrize("extra", [{"qk_nope_head_dim": 64},
+                                   {"multimodal": {"whisper_model_args": {"encoder_args": {"dim": 8}}}},
+                                   {"quantization": {"qformat_weight": "int4"}}])
+def test_what_vmemplan_does_not_remap_is_refused(extra):
+    with pytest.raises(ModelConfigError):
+        config_from_params({**PIXTRAL_PARAMS, **extra})
+
+
+def test_dtype_inferred_from_the_consolidated_tensors():
+    assert common_float_dtype(["BF16", "F8_E4M3"]) == "bfloat16"
+    assert common_float_dtype(["BF16", "F16"]) == "float32"
+    assert common_float_dtype(["I8"]) is None
