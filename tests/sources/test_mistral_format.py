@@ -106,3 +106,16 @@ def test_dtype_inferred_from_the_consolidated_tensors():
     assert common_float_dtype(["BF16", "F8_E4M3"]) == "bfloat16"
     assert common_float_dtype(["BF16", "F16"]) == "float32"
     assert common_float_dtype(["I8"]) is None
+
+
+@pytest.mark.parametrize("params", [
+    {"dim": 8},
+    {"dim": 8, "n_layers": "x", "n_heads": 2, "vocab_size": 8, "sliding_window": [4, None]},
+    {"dim": 8, "n_layers": 2, "n_heads": 2, "vocab_size": 8, "vision_encoder": 3},
+    {"dim": 8, "n_layers": 3, "n_heads": 2, "vocab_size": 8, "sliding_window": [4, "a"]},
+    {"dim": 8, "n_layers": 3, "n_heads": 2, "vocab_size": 8, "yarn": {"factor": "abc"}},
+])
+def test_a_malformed_params_json_is_one_clear_error(tmp_path, params):
+    from tests.hostile.conftest import check_contract, cli
+
+    check_contract(cli("size", str(_mistral_dir(tmp_path, params)), "--gpu", "h100"), 4)

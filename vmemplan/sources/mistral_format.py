@@ -108,12 +108,41 @@ def _yarn(c: dict[str, Any]) -> None:
                              ("original_max_position_embeddings", int), "beta": ("beta_fast", float),
                              "alpha": ("beta_slow", float)}.items():
         if old in yarn:
-            rope[new] = cast(yarn.pop(old))
+            value = yarn.pop(old)
+            try:
+                rope[new] = cast(value)
+            except (TypeError, ValueError):
+                raise ModelConfigError(f"params.json: yarn.{old} must be a number, got {value!r}", hint=_HINT) from None
     if not yarn.pop("apply_scale", True):
         rope["attention_factor"] = 1.0
     if yarn:
         raise ModelConfigError(f"params.json: unparsed yarn keys {sorted(yarn)}", hint="vLLM asserts the same")
     c["rope_parameters"] = rope
+
+
+#: the keys every params.json decoder states (the transformer's dimensions vLLM's remap renames)
+_REQUIRED = ("dim", "n_layers", "n_heads", "vocab_size")
+#: the sections the remap reads as objects
+_SECTIONS = ("vision_encoder", "multimodal", "moe", "yarn", "quantization", "llama_4_scaling")
+
+
+def _checked(params: Mapping[str, Any]) -> None:
+    """One clear line for a params.json the remap cannot read (never a crash)."""
+    for key in _REQUIRED:
+        value = params.get(key)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ModelConfigError(f"params.json lacks a whole number {key!r}" if value is None else
+                                   f"params.json: {key} must be a whole number above 0, got {value!r}",
+                                   hint="is this a Mistral-format model's params.json? " + _HINT)
+    for key in _SECTIONS:
+        if params.get(key) not in (None, {}) and not isinstance(params.get(key), Mapping):
+            raise ModelConfigError(f"params.json: {key} must be an object, got {type(params[key]).__name__}",
+                                   hint=_HINT)
+    window = params.get("sliding_window")
+    if window is not None and not isinstance(window, (int, list)) or isinstance(window, bool):
+        raise ModelConfigError(f"params.json: sliding_window must be a number or a list, got {window!r}", hint=_HINT)
+    if isinstance(window, list) and (not window or not all(w is None or isinstance(w, int) for w in window)):
+        raise ModelConfigError("params.json: sliding_window lists must hold window sizes or null", hint=_HINT)
 
 
 def config_from_params(params: Mapping[str, Any], defaults: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -122,6 +151,7 @@ def config_from_params(params: Mapping[str, Any], defaults: Mapping[str, Any] | 
     ``moe`` block), a vision encoder wrapped as PixtralForConditionalGeneration, then ``defaults``
     (config.json's top level) for every key still missing.  Mistral Large 3 (latent attention and
     shared experts), Mamba and audio params.json are refused: vmemplan does not remap them yet."""
+    _checked(params)
     c = copy.deepcopy(dict(params))
     _general(c)
     _sliding_window(c)
