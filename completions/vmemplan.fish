@@ -44,6 +44,7 @@ complete -c vmemplan -n '__fish_seen_subcommand_from size' -l sampler -x
 complete -c vmemplan -n '__fish_seen_subcommand_from size' -l runner -x
 complete -c vmemplan -n '__fish_seen_subcommand_from size' -l assume-family -x
 complete -c vmemplan -n '__fish_seen_subcommand_from size' -l revision -x
+complete -c vmemplan -n '__fish_seen_subcommand_from size' -l config-format -x
 complete -c vmemplan -n '__fish_seen_subcommand_from size' -l vllm-version -x
 complete -c vmemplan -n '__fish_seen_subcommand_from size' -l gpu-total-memory -x
 complete -c vmemplan -n '__fish_seen_subcommand_from size' -l gpu-memory-in-use -x
@@ -113,6 +114,7 @@ complete -c vmemplan -n '__fish_seen_subcommand_from concurrency' -l sampler -x
 complete -c vmemplan -n '__fish_seen_subcommand_from concurrency' -l runner -x
 complete -c vmemplan -n '__fish_seen_subcommand_from concurrency' -l assume-family -x
 complete -c vmemplan -n '__fish_seen_subcommand_from concurrency' -l revision -x
+complete -c vmemplan -n '__fish_seen_subcommand_from concurrency' -l config-format -x
 complete -c vmemplan -n '__fish_seen_subcommand_from concurrency' -l vllm-version -x
 complete -c vmemplan -n '__fish_seen_subcommand_from concurrency' -l gpu-total-memory -x
 complete -c vmemplan -n '__fish_seen_subcommand_from concurrency' -l gpu-memory-in-use -x
@@ -168,6 +170,7 @@ complete -c vmemplan -n '__fish_seen_subcommand_from sweep' -l sampler -x
 complete -c vmemplan -n '__fish_seen_subcommand_from sweep' -l runner -x
 complete -c vmemplan -n '__fish_seen_subcommand_from sweep' -l assume-family -x
 complete -c vmemplan -n '__fish_seen_subcommand_from sweep' -l revision -x
+complete -c vmemplan -n '__fish_seen_subcommand_from sweep' -l config-format -x
 complete -c vmemplan -n '__fish_seen_subcommand_from sweep' -l vllm-version -x
 complete -c vmemplan -n '__fish_seen_subcommand_from sweep' -l gpu-total-memory -x
 complete -c vmemplan -n '__fish_seen_subcommand_from sweep' -l gpu-memory-in-use -x

@@ -113,8 +113,8 @@ def resolve(inputs: PlanInputs, *, registry: Registry | None = None, source: Mod
 
     registry = registry or load_registry()
     if source is None:
-        source = load_model_source(inputs.model, revision=inputs.revision,
-                                   bundled_dir=registry.models_dir, progress=progress)
+        source = load_model_source(inputs.model, revision=inputs.revision, bundled_dir=registry.models_dir,
+                                   progress=progress, config_format=inputs.config_format or "auto")
     req = resolve_with(inputs, registry=registry, source=source)
     spec = req.speculative
     if spec is not None and spec.model and spec.method in ("eagle", "eagle3", "draft_model"):

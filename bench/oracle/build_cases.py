@@ -174,6 +174,7 @@ MULTIMODAL.update({"dots-studio--dots3-note-prev.derived": (1, 2)})  # Dots3Note
 MULTIMODAL.update({"CohereLabs--cohere-transcribe-03-2026.derived": (1, 2)})  # CohereAsrForConditionalGeneration (vmemplan/models/cohere_asr.py)
 MULTIMODAL.update({"nvidia--NVIDIA-Nemotron-Parse-v1.2.derived": (1, 2)})  # NemotronParseForConditionalGeneration (vmemplan/models/nemotron_parse.py; oracle via shims_nemotron_parse.py)
 MULTIMODAL.update({"nvidia--Nemotron-3.5-Parse.synthetic": (1, 2)})  # RadioMBartPrefixForCausalLM (vmemplan/models/nemotron_parse.py; oracle via shims_nemotron_parse.py)
+MULTIMODAL.update({"mistralai--Mistral-Small-3.1-24B-Instruct-2503.params-remap.derived": (1, 2)})  # the bundled Mistral-Small-3.1 as vLLM reads its params.json (Pixtral)
 # embedding (pooling) architectures checked too: vLLM 0.33.0 lists them in _EMBEDDING_MODELS and picks
 # --runner pooling for them itself (vllm/config/model.py::_get_default_runner_type), so the oracle needs
 # no flag; the TPs to run where the default TP > 1 would not divide the heads (vmemplan/models/pooling_decoders.py)

@@ -119,3 +119,45 @@ def test_a_malformed_params_json_is_one_clear_error(tmp_path, params):
     from tests.hostile.conftest import check_contract, cli
 
     check_contract(cli("size", str(_mistral_dir(tmp_path, params)), "--gpu", "h100"), 4)
+
+
+def _weights(model: str, tp: int, config_format: str | None) -> tuple[str, int]:
+    from vmemplan.api import plan_with_request
+    from vmemplan.laws.weights import weight_bytes_per_rank
+    from vmemplan.pipeline import graph_context
+
+    flags = {"config_format": config_format} if config_format else {}
+    req, _ = plan_with_request(model=model, gpu="h200", tensor_parallel_size=tp, max_model_len=32768,
+                               kv_cache_memory=40 * 2**30, **flags)
+    wb = weight_bytes_per_rank(req.adapter.weight_tensors(graph_context(req, 0)), model_dtype=req.dtype,
+                               scheme=req.quant_scheme, allocator_rounding=False)
+    return type(req.adapter).__name__, wb.unrounded_bytes
+
+
+@pytest.mark.parametrize("tp", [1, 2])
+def test_the_bundled_mistral_small_follows_vllm_config_format(tp):
+    """mistralai/Mistral-Small-3.1 ships params.json and consolidated.safetensors, so vLLM's default
+    (auto) reads params.json: Pixtral, the adapter replicated.  --config-format hf reads config.json:
+    Mistral-3.  Each equals vLLM's own figures (the oracle fixtures of the two configs)."""
+    side = _side()
+    pixtral = side.load(ORACLE / f"mistralai-Mistral-Small-3.1-24B-Instruct-2503.params-remap.derived.tp{tp}.json")
+    mistral3 = side.load(ORACLE / f"mistralai-Mistral-Small-3.1-24B-Instruct-2503.tp{tp}.json")
+    model = "mistralai/Mistral-Small-3.1-24B-Instruct-2503"
+    for fmt in (None, "auto", "mistral"):
+        assert _weights(model, tp, fmt) == ("Pixtral", side.oracle_figures(pixtral)["weights_bytes"])
+    assert _weights(model, tp, "hf") == ("Mistral3", side.oracle_figures(mistral3)["weights_bytes"])
+
+
+def test_config_format_mistral_elsewhere_says_what_it_read(tmp_path):
+    from vmemplan.core.errors import BadInput
+    from vmemplan.sources import load_model_source
+
+    # a bundled copy without a params.json: planned from config.json, and said so
+    source = load_model_source("meta-llama/Llama-3.1-8B", allow_hub=False, config_format="mistral")
+    assert any("no params.json is bundled" in n for n in source.notes)
+    # a local directory without params.json: vLLM would fail, so does vmemplan
+    (tmp_path / "config.json").write_text(json.dumps({"architectures": ["LlamaForCausalLM"]}))
+    with pytest.raises(BadInput, match="has no params.json"):
+        load_model_source(str(tmp_path), config_format="mistral")
+    with pytest.raises(BadInput, match="config-format"):
+        load_model_source("meta-llama/Llama-3.1-8B", allow_hub=False, config_format="yaml")

@@ -70,7 +70,8 @@ def test_bundled_files_are_byte_identical_to_the_corpus() -> None:
     if not CORPUS_DIR.is_dir():
         pytest.skip("shared corpus not available")
     corpus = sorted(p.name for p in CORPUS_DIR.glob("*.json"))
-    bundled = sorted(p.name for p in MODELS_DIR.glob("*.json"))
+    # a params.json sidecar is not a corpus file: derived, and said so in provenance.yaml
+    bundled = sorted(p.name for p in MODELS_DIR.glob("*.json") if not p.name.endswith(".params.json"))
     assert bundled == corpus
     for name in corpus:
         assert (MODELS_DIR / name).read_bytes() == (CORPUS_DIR / name).read_bytes(), name
@@ -80,7 +81,7 @@ def test_list_bundled_models_lists_each_file_once() -> None:
     ids = list_bundled_models()
     assert ids == sorted(ids, key=lambda k: (k.lower(), k))
     assert len(ids) == len(set(ids))
-    # 66 JSON files, one of them a sidecar (hf_quant_config) -> 65 configs.
+    # 67 JSON files, two of them sidecars (hf_quant_config, params) -> 65 configs.
     assert len(ids) == 65
     assert "meta-llama/Llama-3.1-8B" in ids
     # Trimmed copies: the plain id when it is the only copy, the qualified key otherwise.

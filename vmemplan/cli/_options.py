@@ -123,6 +123,7 @@ ENGINE_FLAGS: dict[str, Any] = {
     "runner": _quiet(str | None, "--runner", help="generate (default) or pooling, for embedding and scoring models (no sampler pass)."),
     "assume_family": _quiet(str | None, "--assume-family", help="Plan an architecture vmemplan has no family for with this planned architecture's model graph, e.g. DeepseekV3ForCausalLM (the error for an unknown architecture names the closest one); every figure it moves is then an estimate."),
     "revision": _quiet(str | None, "--revision", help="Hub revision (branch, tag or commit)."),
+    "config_format": _quiet(str | None, "--config-format", help="auto (default), hf or mistral, as vLLM: a Mistral-format model (params.json beside consolidated*.safetensors, in a local directory or a bundled copy) is planned from params.json unless hf."),
     "vllm_version": VersionOpt,
     "gpu_total_memory": _quiet(str | None, "--gpu-total-memory", help="The GPU's total memory as CUDA reports it (e.g. 24G, 81559MiB): alone for a GPU not in the registry, or over a registry GPU's (WSL, MIG)."),
     "gpu_memory_in_use": _quiet(str | None, "--gpu-memory-in-use", help="Memory other processes already hold on the GPU (e.g. 6G): vLLM refuses to start when what is free is less than its budget."),

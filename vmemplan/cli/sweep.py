@@ -159,7 +159,8 @@ def _start_sweep(model: str, base: dict[str, Any], varies: list[Any], max_points
 
     registry = load_registry()
     progress = _spinner if output_format is SweepFormat.table else None
-    source = load_model_source(model, revision=base["revision"], bundled_dir=registry.models_dir, progress=progress)
+    source = load_model_source(model, revision=base["revision"], bundled_dir=registry.models_dir, progress=progress,
+                               config_format=base.get("config_format") or "auto")
     evaluator = SweepEvaluator({k: v for k, v in base.items() if k != "gpu" or v is not None},
                                registry=registry, source=source, request_tokens=request_tokens)
     return source, iter_sweep(evaluator, varies, max_points)

@@ -24,7 +24,7 @@ _ENGINE_KEYS = (
     "data_parallel_size", "enable_expert_parallel", "enable_eplb", "num_redundant_experts",
     "decode_context_parallel_size", "enforce_eager", "kv_cache_memory", "enable_prefix_caching",
     "speculative_config", "limit_mm_per_prompt", "skip_mm_profiling", "mm_encoder_tp_mode", "runner",
-    "revision", "gpu_total_memory", "gpu_memory_in_use",
+    "revision", "config_format", "gpu_total_memory", "gpu_memory_in_use",
     "enable_lora", "max_loras", "max_lora_rank", "lora_dtype", "fully_sharded_loras", "hf_overrides",
     "cpu_offload_gb", "disable_sliding_window", "num_gpu_blocks_override",
     "async_scheduling", "disable_hybrid_kv_cache_manager", "cudagraph_capture_sizes", "max_cudagraph_capture_size",

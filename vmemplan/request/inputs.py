@@ -56,6 +56,9 @@ class PlanInputs:
     disable_sliding_window: bool | None = None
     kv_cache_memory_bytes: int | None = _at_least(0)
     revision: str | None = None
+    # vLLM's --config-format: auto / mistral read a Mistral-format params.json where vmemplan has one
+    # (vmemplan/sources/mistral_format.py), hf the config.json
+    config_format: str | None = None
     vllm_version: str | None = None
     request_tokens: int | None = _at_least(1)
     enable_prefix_caching: bool | None = None

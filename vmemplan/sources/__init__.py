@@ -71,6 +71,7 @@ from vmemplan.sources.hub import (
     hub_deadline_s,
 )
 from vmemplan.sources.local import EXTRA_CONFIG_FILES, ModelSource, SourceKind, _load_local, _looks_like_path
+from vmemplan.sources.mistral_format import CONFIG_FORMATS
 
 __all__ = [
     "EXTRA_CONFIG_FILES",
@@ -95,26 +96,36 @@ def load_model_source(
     token: str | None = None,
     allow_hub: bool = True,
     progress: Callable[[str], AbstractContextManager[Any]] | None = None,
+    config_format: str = "auto",
 ) -> ModelSource:
     """Resolve ``ref`` (a path or a Hub id) to its parsed config.json: local, bundled, HF cache, then Hub.
+
+    ``config_format`` is vLLM's ``--config-format``: ``auto`` and ``mistral`` read a Mistral-format
+    ``params.json`` where one is at hand (a local directory with consolidated*.safetensors, a
+    bundled copy that ships one), ``hf`` always config.json; the HF cache and the Hub are read as
+    config.json (a note says so for ``mistral``).
 
     ``revision`` pins a branch, tag or commit (and skips the bundled copy, which has none);
     ``token`` overrides ``HF_TOKEN`` and the stored login; ``allow_hub=False`` stops before the
     network; ``progress(text)`` is entered as a context manager around each network call.
     """
     ref, revision = _checked_ref(ref, revision)
+    if config_format not in CONFIG_FORMATS:
+        raise BadInput(f"--config-format {config_format!r} is not one of vLLM's", hint="use auto, hf or mistral")
 
     # 1. local path
     if _looks_like_path(ref) or _exists(ref):
-        return _load_local(ref, revision)
+        return _load_local(ref, revision, config_format)
 
     repo_id = ref.rstrip("/")
     models_dir = bundled_dir if bundled_dir is not None else default_models_dir()
 
     # 2. bundled registry
-    bundled, skipped_bundled = _bundled(repo_id, revision, models_dir)
+    bundled, skipped_bundled = _bundled(repo_id, revision, models_dir, config_format)
     if bundled is not None:
         return bundled
+    hub_note = ("--config-format mistral: vmemplan reads params.json from local directories and bundled copies "
+                "only; this model is planned from its config.json") if config_format == "mistral" else None
 
     _check_repo_id(repo_id)
     settings = _settings_for(repo_id)
@@ -130,12 +141,13 @@ def load_model_source(
         scrub=scrub,
     )
     if cached is not None:
-        return _with_skip_note(cached, skipped_bundled)
+        return _with_skip_note(_with_skip_note(cached, hub_note), skipped_bundled)
 
     # 4. the Hub
     hints = _HubHints.for_repo(repo_id, models_dir, skipped_bundled)
     _refuse_without_hub(repo_id, revision, skipped_bundled, allow_hub, settings, hints)
-    return _with_skip_note(_fetch_from_hub(repo_id, revision, token, settings, progress, hints), skipped_bundled)
+    fetched = _fetch_from_hub(repo_id, revision, token, settings, progress, hints)
+    return _with_skip_note(_with_skip_note(fetched, hub_note), skipped_bundled)
 
 
 def _checked_ref(ref: str, revision: str | None) -> tuple[str, str | None]:
@@ -151,14 +163,15 @@ def _checked_ref(ref: str, revision: str | None) -> tuple[str, str | None]:
     return ref, revision
 
 
-def _bundled(repo_id: str, revision: str | None, models_dir: Path) -> tuple[ModelSource | None, str | None]:
+def _bundled(repo_id: str, revision: str | None, models_dir: Path,
+             config_format: str = "auto") -> tuple[ModelSource | None, str | None]:
     """(the bundled copy of ``repo_id`` when no revision is asked for, else None; the note saying a
     bundled copy was skipped for the revision, else None)."""
     found = _find_bundled(repo_id, models_dir)
     if found is None:
         return None, None
     if revision is None:
-        return _load_bundled(found[0], found[1], found[2], models_dir), None
+        return _load_bundled(found[0], found[1], found[2], models_dir, config_format), None
     return None, (
         f"revision {revision} requested: skipped the bundled copy of {found[0].model_id}, which has no revision"
     )

@@ -228,9 +228,24 @@ def _find_bundled(ref: str, models_dir: Path) -> tuple[_BundledFile, _Alias | No
     return target, alias, alias.alias
 
 
-def _load_bundled(entry: _BundledFile, alias: _Alias | None, model_id: str, models_dir: Path) -> ModelSource:
+def _load_bundled(entry: _BundledFile, alias: _Alias | None, model_id: str, models_dir: Path,
+                  config_format: str = "auto") -> ModelSource:
     config = _read_json_object(entry.path, "config.json")
     extra = {repo_file: _read_json_object(path, repo_file) for repo_file, path in entry.sidecars}
+    mistral_notes: list[str] = []
+    params = extra.pop("params.json", None)
+    if params is not None and config_format != "hf":
+        from vmemplan.sources.mistral_format import parse_params
+
+        # the repository ships consolidated*.safetensors and params.json (Mistral's own format), so
+        # vLLM's --config-format auto reads params.json; the tensors' dtype is config.json's
+        dtype = config.get("torch_dtype") or config.get("dtype")
+        config = parse_params(params, config, dtype if isinstance(dtype, str) else None)
+        mistral_notes.append("planned from the bundled params.json (Mistral's own format, which vLLM's --config-format "
+                             "auto reads for this repository); --config-format hf plans its config.json")
+    elif config_format == "mistral":
+        mistral_notes.append(f"--config-format mistral: no params.json is bundled for {entry.model_id}; planned from "
+                             "its config.json")
     provenance = _load_provenance(models_dir)
     notes: list[str] = []
     if alias is not None:
@@ -238,6 +253,7 @@ def _load_bundled(entry: _BundledFile, alias: _Alias | None, model_id: str, mode
     notes.append(_provenance_note(entry, provenance.get(entry.path.name)))
     for repo_file, path in entry.sidecars:
         notes.append(f"bundled {repo_file} of {entry.model_id} read from {path.name}")
+    notes.extend(mistral_notes)
     return ModelSource.of_config(model_id, "bundled", config, extra, notes, revision=None, path=str(entry.path),
                                  safetensors_params=None)
 

@@ -36,7 +36,7 @@ _HUB_EXTRA_FILE = "hf_quant_config.json"
 #: Suffixes of bundled copies that are known to differ from the Hub file (see provenance.yaml).
 _VARIANT_QUALIFIERS: tuple[str, ...] = ("aiconfigurator-trimmed", "megatron-bridge-trimmed", "reserialized")
 #: Suffixes of bundled sidecar files and the repo file name each stands for.
-_SIDECAR_QUALIFIERS: dict[str, str] = {"hf_quant_config": "hf_quant_config.json"}
+_SIDECAR_QUALIFIERS: dict[str, str] = {"hf_quant_config": "hf_quant_config.json", "params": "params.json"}
 
 _HUB_SPINNER_TEXT = "Fetching config.json from the Hugging Face Hub…"
 _OFFLINE_HINT = "it is not bundled and not in your Hugging Face cache; run once online or pass a local config.json"
@@ -276,7 +276,7 @@ def _stat(path: Path, shown: str) -> os.stat_result | None:
         ) from None
 
 
-def _load_local(ref: str, revision: str | None) -> ModelSource:
+def _load_local(ref: str, revision: str | None, config_format: str = "auto") -> ModelSource:
     given = Path(ref).expanduser()
     shown = printable(ref)
     if len(ref) > 4096:
@@ -289,7 +289,10 @@ def _load_local(ref: str, revision: str | None) -> ModelSource:
             hint="pass a config.json, a model directory that holds one, or a Hugging Face id such as org/name",
         )
     if stat.S_ISDIR(st.st_mode):
-        if _is_mistral_dir(given):
+        if config_format == "mistral" and not (given / "params.json").is_file():
+            raise BadInput(f"--config-format mistral: {printable(str(given))} has no params.json",
+                           hint="vLLM reads a Mistral-format model from params.json; use --config-format auto or hf")
+        if config_format == "mistral" or (config_format == "auto" and _is_mistral_dir(given)):
             return _load_mistral_dir(given, revision)
         config_path = given / "config.json"
         if _stat(config_path, printable(str(config_path))) is None:
@@ -330,7 +333,7 @@ def _load_mistral_dir(model_dir: Path, revision: str | None) -> ModelSource:
     """A Mistral-format directory read as vLLM reads it: params.json, with config.json (when
     present) for the context length and the missing top-level keys, and the consolidated tensors'
     dtype (MistralConfigParser.parse; :mod:`vmemplan.sources.mistral_format`)."""
-    from vmemplan.sources.mistral_format import DEFAULT_MAX_POSITIONS, common_float_dtype, config_from_params
+    from vmemplan.sources.mistral_format import common_float_dtype, parse_params
 
     params = _read_json_object(model_dir / "params.json", "params.json")
     hf_path = model_dir / "config.json"
@@ -340,9 +343,6 @@ def _load_mistral_dir(model_dir: Path, revision: str | None) -> ModelSource:
              "(pass config.json itself to plan the transformers layout, as --config-format hf does)"]
     if revision is not None:
         notes.append(f"revision {revision} ignored: {model_dir} is a local path")
-    if params.get("max_position_embeddings") is None:
-        text = hf.get("text_config") if isinstance(hf.get("text_config"), dict) else hf
-        params = {**params, "max_position_embeddings": text.get("max_position_embeddings") or DEFAULT_MAX_POSITIONS}
     counts: dict[str, int] = {}
     for file in sorted(model_dir.glob("consolidated*.safetensors")):
         try:
@@ -352,9 +352,9 @@ def _load_mistral_dir(model_dir: Path, revision: str | None) -> ModelSource:
             notes.append(printable(f"dtype not inferred: cannot read the header of {file.name} ({error})"))
             counts = {}
             break
-    if params.get("dtype") is None and (dtype := common_float_dtype(counts)) is not None:
-        params = {**params, "dtype": dtype}
+    dtype = common_float_dtype(counts)
+    if params.get("dtype") is None and dtype is not None:
         notes.append(f"dtype {dtype} inferred from the consolidated*.safetensors headers, as vLLM does")
-    config = config_from_params(params, defaults=hf)
+    config = parse_params(params, hf, dtype)
     return ModelSource.of_config(os.path.normpath(str(model_dir)), "local", config, {}, notes, revision=None,
                                  path=str((model_dir / "params.json").resolve()), safetensors_params=counts or None)

@@ -25,8 +25,10 @@ from typing import Any
 
 from vmemplan.core.errors import ModelConfigError
 
-__all__ = ["DEFAULT_MAX_POSITIONS", "common_float_dtype", "config_from_params"]
+__all__ = ["CONFIG_FORMATS", "DEFAULT_MAX_POSITIONS", "common_float_dtype", "config_from_params", "parse_params"]
 
+#: vLLM's --config-format values (vllm/transformers_utils/config.py::ConfigFormat)
+CONFIG_FORMATS = ("auto", "hf", "mistral")
 #: config.py::_maybe_retrieve_max_pos_from_hf's fallback (0.33.0)
 DEFAULT_MAX_POSITIONS = 128_000
 
@@ -174,3 +176,16 @@ def config_from_params(params: Mapping[str, Any], defaults: Mapping[str, Any] | 
     for key, value in (defaults or {}).items():
         c.setdefault(key, value)
     return c
+
+
+def parse_params(params: Mapping[str, Any], hf: Mapping[str, Any], dtype: str | None) -> dict[str, Any]:
+    """MistralConfigParser.parse (0.33.0) on a params.json already read: ``max_position_embeddings``
+    from params.json, else config.json's text config (``hf``, ``{}`` when there is none), else
+    128,000; ``dtype`` from params.json, else ``dtype`` (what the consolidated tensors hold); then
+    :func:`config_from_params` with config.json's top level as the defaults."""
+    if params.get("max_position_embeddings") is None:
+        text = hf.get("text_config") if isinstance(hf.get("text_config"), Mapping) else hf
+        params = {**params, "max_position_embeddings": text.get("max_position_embeddings") or DEFAULT_MAX_POSITIONS}
+    if params.get("dtype") is None and dtype is not None:
+        params = {**params, "dtype": dtype}
+    return config_from_params(params, defaults=hf)
