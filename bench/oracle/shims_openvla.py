@@ -18,19 +18,11 @@ from __future__ import annotations
 
 import sys
 
-from _shim import load_oracle, run_oracle, timm_from_env  # bench/oracle/_shim.py (this script's folder)
+from _shim import shim_main, timm_from_env  # bench/oracle/_shim.py (this script's folder)
 
 NOTE = ("shim bench/oracle/shims_openvla.py: timm {timm} from ORACLE_TIMM_PATH builds OpenVLA's DINOv2 + SigLIP "
         "featurizers through vLLM's own PrismaticVisionBackbone; nothing else is changed")
 
 
-def main() -> int:
-    oracle_path = sys.argv[1]
-    version = timm_from_env()
-    oracle = load_oracle(oracle_path)
-    oracle.ASSUMPTIONS.append(NOTE.format(timm=version))
-    return run_oracle(oracle, oracle_path)
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(shim_main(lambda _oracle: None, NOTE.format(timm=timm_from_env())))

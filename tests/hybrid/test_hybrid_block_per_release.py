@@ -32,6 +32,12 @@ def _cdiv(a: int, b: int) -> int:
 ])
 def test_qwen35_attention_block(gpu, version, align):
     plan = plan_from_flags(model="Qwen/Qwen3.5-27B", gpu=gpu, tensor_parallel_size=2, vllm_version=version)
-    expected = align * _cdiv(1_603_584, align * 2_048)
+    # the gated-delta state of one layer at TP 2 (mamba_utils.py::gated_delta_net_state_shape): conv
+    # (4 - 1) x (2 x 16 x 128 + 48 x 128) / 2 channels in bf16, recurrent 48 / 2 x 128 x 128 in fp32
+    # (the config's mamba_ssm_dtype); one token of attention: 4 / 2 KV heads x 256 x (K, V) x 2 B
+    state_page = 3 * (2 * 16 * 128 + 48 * 128) // 2 * 2 + 48 // 2 * 128 * 128 * 4
+    token_page = 4 // 2 * 256 * 2 * 2
+    assert (state_page, token_page) == (1_603_584, 2_048)
+    expected = align * _cdiv(state_page, align * token_page)
     assert expected == {64: 832, 16: 784}[align]
     assert plan.kv_cache.block_size == expected

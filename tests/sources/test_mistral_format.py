@@ -161,3 +161,18 @@ def test_config_format_mistral_elsewhere_says_what_it_read(tmp_path):
         load_model_source(str(tmp_path), config_format="mistral")
     with pytest.raises(BadInput, match="config-format"):
         load_model_source("meta-llama/Llama-3.1-8B", allow_hub=False, config_format="yaml")
+
+
+def test_explain_log_links_the_model_in_the_format_the_log_names():
+    """explain-log reads a log's non-default ``config_format`` and links the model as vLLM read it."""
+    from types import SimpleNamespace
+
+    from vmemplan.explain.model_link import link_model
+    from vmemplan.explain.runner import _config_format
+
+    model = "mistralai/Mistral-Small-3.1-24B-Instruct-2503"
+    assert type(link_model(model)[0].adapter).__name__ == "Pixtral"
+    assert type(link_model(model, config_format="hf")[0].adapter).__name__ == "Mistral3"
+    assert _config_format(SimpleNamespace(engine={"non_default_args": {"config_format": "hf"}})) == "hf"
+    assert _config_format(SimpleNamespace(engine={"non_default_args": {"model": model}})) == "auto"
+    assert _config_format(SimpleNamespace(engine=None)) == "auto"

@@ -122,12 +122,14 @@ def _exists_locally(ref: str) -> bool:
 
 
 def link_model(ref: str | None, *, allow_hub: bool = False, registry: Any = None,
-               strict: bool = False) -> tuple[ModelLink | None, str]:
+               strict: bool = False, config_format: str = "auto") -> tuple[ModelLink | None, str]:
     """Resolve a log's model reference to a config; returns ``(link or None, note)``.
 
     ``note`` says which config was used, or why none could be.  With ``strict`` (the user passed
     ``--model``) a reference that cannot be resolved raises the loader's error instead.
     ``allow_hub=False`` keeps this offline: bundled registry, local paths and the HF cache only.
+    ``config_format`` is the log's ``--config-format`` (a Mistral release is read from params.json
+    unless ``hf``, as vLLM read it).
     """
     if not ref or not ref.strip():
         return None, "the log does not name its model (pass --model ID_OR_PATH for model checks)"
@@ -157,7 +159,7 @@ def link_model(ref: str | None, *, allow_hub: bool = False, registry: Any = None
     for cand, derived in cands:
         tried.append(cand)
         try:
-            source = load_model_source(cand, bundled_dir=models_dir, allow_hub=allow_hub)
+            source = load_model_source(cand, bundled_dir=models_dir, allow_hub=allow_hub, config_format=config_format)
             config = ModelConfig.from_dict(source.config)
             adapter = adapter_for(config)
         except VmemplanError as error:

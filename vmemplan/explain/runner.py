@@ -75,14 +75,15 @@ def explain_startups(startups: Sequence[Startup], *, registry: Registry, changes
     gpu = gpu or hints.get("gpu")
     forced = None
     if model:
-        forced = link_model(model, allow_hub=allow_hub, registry=registry, strict=True)
+        forced = link_model(model, allow_hub=allow_hub, registry=registry, strict=True,
+                            config_format=_config_format(startups[0]) if startups else "auto")
     reports = []
     for s in startups:
         if forced is not None:
             link, link_note = forced
         else:
             ref = s.model or hints.get("model")
-            link, link_note = link_model(ref, allow_hub=allow_hub, registry=registry)
+            link, link_note = link_model(ref, allow_hub=allow_hub, registry=registry, config_format=_config_format(s))
             if link is not None and not s.model:
                 link = replace(link, how=link.how + ", the model named in the file's YAML header")
                 link_note = link.how
@@ -114,3 +115,11 @@ def explain_startups(startups: Sequence[Startup], *, registry: Registry, changes
         prior = a_priori_plan(s, link=link, gpu=gpu, vllm_version=vllm_version)
         reports.append(replace(report, checks=checks, suggestions=suggestions, what_if=what, a_priori=prior))
     return reports
+
+
+def _config_format(startup: Any) -> str:
+    """The ``--config-format`` the log's non-default args name (vLLM's default ``auto`` otherwise)."""
+    engine = startup.engine if isinstance(startup.engine, Mapping) else {}
+    args = engine.get("non_default_args")
+    value = args.get("config_format") if isinstance(args, Mapping) else None
+    return value if value in ("auto", "hf", "mistral") else "auto"

@@ -208,14 +208,19 @@ class DeepseekMLA(Adapter):
         return router_tensors("mlp.gate", experts, self.config.hidden_size, moe,
                               bias="mlp.gate.e_score_correction_bias" if self.router_bias() else None)
 
+    def mlp_widths(self, ctx: GraphContext) -> tuple[int, tuple[int, int]]:
+        """(the dense MLP width, (shared experts, their width)) on ``ctx``'s rank layout; a model
+        whose widths depend on TP (dots3-note's block padding) overrides this."""
+        return self.dense_intermediate(), self.shared_experts()
+
     def mlp_tensors(self, dense: int, moe: int, ctx: GraphContext) -> list[WeightTensor]:
         """Dense MLPs of ``dense`` layers and the MoE blocks of ``moe`` layers on one rank:
         the router, the shared experts and the routed experts of ``moe_intermediate_size``."""
         h = self.config.hidden_size
-        out = gated_mlp_tensors("mlp", self.dense_intermediate(), h, dense, ctx.tensor_parallel_size)
+        dense_width, (shared, width) = self.mlp_widths(ctx)
+        out = gated_mlp_tensors("mlp", dense_width, h, dense, ctx.tensor_parallel_size)
         if moe:
             experts = self.num_routed_experts()
-            shared, width = self.shared_experts()
             out += self.gate_tensors(experts, moe)
             out += moe_experts(shared=shared, shared_inter=width, experts=experts, inter=self._t("moe_intermediate_size"),
                                hidden=h, num_layers=moe, ctx=ctx)

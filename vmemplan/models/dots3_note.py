@@ -133,18 +133,11 @@ class Dots3Note(VisionEncoderMixin, DeepseekV32):
         return out + mla_decode_copies(n, heads_local=local, kv_lora_rank=g.kv_lora, qk_nope_head_dim=g.nope,
                                        v_head_dim=g.v, source=kv_b)
 
-    _ctx: GraphContext = GraphContext()
-
-    def mlp_tensors(self, dense: int, moe: int, ctx: GraphContext) -> list[WeightTensor]:
-        self._ctx = ctx  # the TP the padded sizes below read
-        return super().mlp_tensors(dense, moe, ctx)
-
-    def dense_intermediate(self) -> int:
-        return self._padded(self.config.intermediate_size, self._ctx)
-
-    def shared_experts(self) -> tuple[int, int]:
-        shared, width = super().shared_experts()
-        return (1, self._padded(shared * width, self._ctx)) if shared else (0, width)
+    def mlp_widths(self, ctx: GraphContext) -> tuple[int, tuple[int, int]]:
+        """The dense MLP and the (one, fused) shared expert in whole quantization blocks over TP."""
+        shared, width = self.shared_experts()
+        return (self._padded(self.config.intermediate_size, ctx),
+                (1, self._padded(shared * width, ctx)) if shared else (0, width))
 
     def weight_tensors(self, ctx: GraphContext) -> list[WeightTensor]:
         span = self.rank_span(ctx)

@@ -141,7 +141,7 @@ def _checked(params: Mapping[str, Any]) -> None:
             raise ModelConfigError(f"params.json: {key} must be an object, got {type(params[key]).__name__}",
                                    hint=_HINT)
     window = params.get("sliding_window")
-    if window is not None and not isinstance(window, (int, list)) or isinstance(window, bool):
+    if window and (isinstance(window, bool) or not isinstance(window, (int, list))):  # falsy: no window, as vLLM
         raise ModelConfigError(f"params.json: sliding_window must be a number or a list, got {window!r}", hint=_HINT)
     if isinstance(window, list) and (not window or not all(w is None or isinstance(w, int) for w in window)):
         raise ModelConfigError("params.json: sliding_window lists must hold window sizes or null", hint=_HINT)
